@@ -1,0 +1,11 @@
+/** Jest runs TypeScript through ts-jest; the global setup starts a real kube-apiserver + etcd. */
+module.exports = {
+  testEnvironment: "node",
+  roots: ["<rootDir>/tests"],
+  testMatch: ["**/*.test.ts"],
+  transform: { "^.+\\.ts$": ["ts-jest", { tsconfig: "tsconfig.json", isolatedModules: true }] },
+  globalSetup: "<rootDir>/tests/support/global-setup.ts",
+  globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
+  testTimeout: 180000,
+  verbose: true,
+};

@@ -1,0 +1,18 @@
+// Locations shared by the test suite: where the control plane of this run lives and the CRD sources.
+import * as os from "node:os";
+import * as path from "node:path";
+import { PROJECT_ROOT } from "../../automation/toolchain";
+
+export const SHARED_CRDS = path.resolve(PROJECT_ROOT, "..", "shared", "crds");
+export const PROJECT_CRDS = path.join(PROJECT_ROOT, "deploy", "crds");
+
+/** One control plane per test run, in a temp dir recorded in the environment for the workers. */
+export function runDir(): string {
+  const dir = process.env.BMW_TEST_RUN_DIR;
+  if (!dir) throw new Error("BMW_TEST_RUN_DIR is not set: tests must run through jest's global setup");
+  return dir;
+}
+
+export function newRunDir(): string {
+  return path.join(os.tmpdir(), `bmw-test-${process.pid}-${Date.now()}`);
+}
