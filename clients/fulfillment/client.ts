@@ -1,0 +1,37 @@
+// The single fulfillment-service client of the program: one channel, one ResourceClient per private
+// service it uses. Build it once per process (or per provider operation) and close() it after use.
+import { loadFulfillmentProtos } from "../../protos/fulfillment";
+import { Connection, ConnectionOptions } from "./connection";
+import { ResourceClient } from "./resource";
+import type {
+  BareMetalInstance, BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut, BareMetalInstanceOut,
+  BareMetalInstanceType, BareMetalInstanceTypeOut, Cluster, ClusterOut, ClusterVersion, ClusterVersionOut, DiskImage,
+  DiskImageOut,
+} from "./types";
+
+export type FulfillmentClientOptions = ConnectionOptions;
+
+export class FulfillmentClient {
+  readonly bareMetalInstances: ResourceClient<BareMetalInstance, BareMetalInstanceOut>;
+  readonly catalogItems: ResourceClient<BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut>;
+  readonly instanceTypes: ResourceClient<BareMetalInstanceType, BareMetalInstanceTypeOut>;
+  readonly diskImages: ResourceClient<DiskImage, DiskImageOut>;
+  readonly clusterVersions: ResourceClient<ClusterVersion, ClusterVersionOut>;
+  readonly clusters: ResourceClient<Cluster, ClusterOut>;
+  private readonly conn: Connection;
+
+  constructor(options: FulfillmentClientOptions) {
+    const v1 = loadFulfillmentProtos().grpc.osac.private.v1;
+    this.conn = new Connection(options);
+    this.bareMetalInstances = new ResourceClient(this.conn, v1.BareMetalInstances.service);
+    this.catalogItems = new ResourceClient(this.conn, v1.BareMetalInstanceCatalogItems.service);
+    this.instanceTypes = new ResourceClient(this.conn, v1.BareMetalInstanceTypes.service);
+    this.diskImages = new ResourceClient(this.conn, v1.DiskImages.service);
+    this.clusterVersions = new ResourceClient(this.conn, v1.ClusterVersions.service);
+    this.clusters = new ResourceClient(this.conn, v1.Clusters.service);
+  }
+
+  close(): void {
+    this.conn.close();
+  }
+}

@@ -1,0 +1,62 @@
+// Create that can be repeated safely. A Create whose response was lost (UNAVAILABLE, DEADLINE_EXCEEDED)
+// or that reports ALREADY_EXISTS is resolved by looking the object up by name + owner labels and adopting
+// it. Names are unique per (tenant, project) on the server, so a repeat can never make a second object.
+import { RetryClock, RetryPolicy, retry } from "../retry";
+import { AlreadyExistsError, isTransient, UnavailableError } from "./errors";
+import { Filter } from "./filter";
+import { ResourceClient, SYSTEM_TENANT } from "./resource";
+import type { BareMetalInstance, BareMetalInstanceOut } from "./types";
+
+/** The name is held by an object that is being deleted; it must not be adopted (OSAC-3266). */
+export class BeingDeletedError extends Error {
+  override name = "BeingDeletedError";
+  constructor(readonly existing: BareMetalInstanceOut) {
+    super(`BareMetalInstance '${existing.metadata?.name}' (${existing.id}) is being deleted; wait until it is gone ` +
+      `or use a fresh name`);
+  }
+}
+
+export interface CreateOrAdoptOptions {
+  /** Labels that prove ownership; an object with this name but other labels is never adopted. */
+  ownerLabels: Record<string, string>;
+  retry?: Partial<RetryPolicy>;
+  clock?: RetryClock;
+}
+
+export interface CreateOrAdoptResult {
+  bmi: BareMetalInstanceOut;
+  /** true when the object already existed (earlier attempt, lost response, concurrent creator). */
+  adopted: boolean;
+}
+
+export async function createOrAdopt(
+  bmis: ResourceClient<BareMetalInstance, BareMetalInstanceOut>,
+  object: BareMetalInstance,
+  opts: CreateOrAdoptOptions,
+): Promise<CreateOrAdoptResult> {
+  const name = object.metadata?.name;
+  if (!name) throw new Error("createOrAdopt needs metadata.name: adoption is by name");
+  const labels = object.metadata?.labels ?? {};
+  for (const [k, v] of Object.entries(opts.ownerLabels)) {
+    if (labels[k] !== v) throw new Error(`owner label ${k} must also be set on the object`);
+  }
+  const filter = Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.nameEquals(name), Filter.labelsMatch(opts.ownerLabels));
+  const find = async () => (await bmis.list({ filter, limit: 1 })).items[0];
+  const adopt = (bmi: BareMetalInstanceOut): CreateOrAdoptResult => {
+    if (bmi.metadata?.deletion_timestamp) throw new BeingDeletedError(bmi);
+    return { bmi, adopted: true };
+  };
+
+  return retry(async () => {
+    const existing = await find(); // list-before-create: a replay makes no mutating call
+    if (existing) return adopt(existing);
+    try {
+      return { bmi: await bmis.create(object), adopted: false };
+    } catch (err) {
+      if (!(err instanceof AlreadyExistsError || err instanceof UnavailableError)) throw err;
+      const found = await find();
+      if (found) return adopt(found);
+      throw err; // ALREADY_EXISTS for an object we do not own, or an outcome still unknown (retried)
+    }
+  }, { policy: opts.retry, clock: opts.clock, retryable: isTransient });
+}

@@ -1,0 +1,10 @@
+// Public surface of the fulfillment-service client. See client.ts for the entry point.
+export * from "./client";
+export * from "./connection";
+export * from "./createOrAdopt";
+export * from "./errors";
+export * from "./filter";
+export * from "./paging";
+export * from "./proposals";
+export * from "./resource";
+export type * from "./types";
