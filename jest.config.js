@@ -3,9 +3,9 @@ module.exports = {
   testEnvironment: "node",
   roots: ["<rootDir>/tests"],
   testMatch: ["**/*.test.ts"],
-  transform: { "^.+\\.ts$": ["ts-jest", { tsconfig: "tsconfig.json", isolatedModules: true }] },
+  transform: { "^.+\\.ts$": ["ts-jest", { tsconfig: "tsconfig.json" }] },
   globalSetup: "<rootDir>/tests/support/global-setup.ts",
   globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
-  testTimeout: 180000,
+  testTimeout: 300000,
   verbose: true,
 };

@@ -21,6 +21,7 @@ export interface Toolchain {
   /** PULUMI_HOME with the kubernetes resource plugin installed. */
   pulumiHome: string;
   kubeApiserver: string;
+  kubeControllerManager: string;
   etcd: string;
 }
 
@@ -58,6 +59,7 @@ export function toolchain(env: NodeJS.ProcessEnv = process.env): Toolchain {
     pulumiRoot: path.join(dir, "pulumi", versions.pulumi),
     pulumiHome: path.join(dir, "pulumi-home"),
     kubeApiserver: path.join(dir, "kubernetes", versions.kubernetes, "kube-apiserver"),
+    kubeControllerManager: path.join(dir, "kubernetes", versions.kubernetes, "kube-controller-manager"),
     etcd: path.join(dir, "etcd", versions.etcd, "etcd"),
   };
 }
@@ -73,6 +75,7 @@ export function assertToolchainBuilt(tc: Toolchain = toolchain()): void {
       path.join(tc.pulumiHome, "plugins", `resource-kubernetes-v${tc.versions.kubernetesProvider}`),
     ],
     ["kube-apiserver", tc.kubeApiserver],
+    ["kube-controller-manager", tc.kubeControllerManager],
     ["etcd", tc.etcd],
   ];
   const missing = pieces.filter(([, p]) => !fs.existsSync(p));

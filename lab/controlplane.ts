@@ -1,4 +1,6 @@
-// A real kube-apiserver + etcd on loopback, with TLS, token auth and RBAC. Used by the test suite's
+// A real kube-apiserver + etcd on loopback, with TLS, token auth and RBAC, plus kube-controller-manager
+// running only the namespace and garbage-collector controllers (so namespaces finish deleting,
+// foreground deletes complete and ownerReferences cascade, as on a real hub). Used by the test suite's
 // global setup and by `lab up`. Processes are tracked by PID in <dir>/controlplane.json and stopped
 // by PID only, never by name.
 import { execFileSync, spawn } from "node:child_process";
@@ -34,6 +36,7 @@ export interface ControlPlane {
   kubeconfigPath: string;
   etcdPid: number;
   apiserverPid: number;
+  controllerManagerPid: number;
   etcdPort: number;
   apiserverPort: number;
   /** Milliseconds from spawn to /readyz ok, and to all CRDs Established. */
@@ -155,7 +158,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
   if (existing && alive(existing.apiserverPid) && alive(existing.etcdPid)) {
     throw new Error(`a control plane is already running from ${dir} (apiserver pid ${existing.apiserverPid})`);
   }
-  for (const [name, bin] of [["kube-apiserver", tc.kubeApiserver], ["etcd", tc.etcd]] as const) {
+  for (const [name, bin] of [["kube-apiserver", tc.kubeApiserver], ["kube-controller-manager", tc.kubeControllerManager],
+    ["etcd", tc.etcd]] as const) {
     if (!fs.existsSync(bin)) throw new Error(`${name} not found at ${bin}; build it with \`npm run toolchain\``);
   }
   fs.mkdirSync(dir, { recursive: true });
@@ -178,7 +182,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
     `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
     `--initial-cluster=lab=http://127.0.0.1:${peerPort}`, "--unsafe-no-fsync=true", "--log-level=warn",
   ], etcdLog);
-  writeState(dir, { etcdPid, apiserverPid: 0 });
+  writeState(dir, { etcdPid, apiserverPid: 0, controllerManagerPid: 0 });
   await waitFor("etcd", deadline, async () => {
     const res = await fetch(`${etcdUrl}/health`);
     return res.ok;
@@ -194,7 +198,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
     "--endpoint-reconciler-type=none", "--disable-admission-plugins=ServiceAccount", "--allow-privileged=true",
     "--profiling=false", "--v=1",
   ], apiLog);
-  writeState(dir, { etcdPid, apiserverPid });
+  writeState(dir, { etcdPid, apiserverPid, controllerManagerPid: 0 });
   const ca = fs.readFileSync(pki.caCrt);
   await waitFor("kube-apiserver", deadline, async () => {
     const res = await httpsGet(`${server}/readyz`, ca);
@@ -204,18 +208,24 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Cont
 
   const kubeconfigPath = path.join(dir, "kubeconfig");
   fs.writeFileSync(kubeconfigPath, kubeconfigYaml(server, pki.caCrt, adminToken), { mode: 0o600 });
+  const controllerManagerPid = spawnDetached(tc.kubeControllerManager, [
+    `--kubeconfig=${kubeconfigPath}`, "--controllers=namespace,garbagecollector", "--leader-elect=false",
+    "--use-service-account-credentials=false", "--secure-port=0", "--v=1",
+  ], path.join(dir, "kube-controller-manager.log"));
+  writeState(dir, { etcdPid, apiserverPid, controllerManagerPid });
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   await installCrds(kc, opts.crdDirs);
   const cp: ControlPlane = {
-    dir, server, caFile: pki.caCrt, adminToken, kubeconfigPath, etcdPid, apiserverPid, etcdPort, apiserverPort,
+    dir, server, caFile: pki.caCrt, adminToken, kubeconfigPath, etcdPid, apiserverPid, controllerManagerPid, etcdPort,
+    apiserverPort,
     timings: { readyMs, crdsMs: Date.now() - t0 },
   };
   fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify(cp, null, 2), { mode: 0o600 });
   return cp;
 }
 
-function writeState(dir: string, pids: { etcdPid: number; apiserverPid: number }): void {
+function writeState(dir: string, pids: { etcdPid: number; apiserverPid: number; controllerManagerPid: number }): void {
   fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify({ dir, ...pids }), { mode: 0o600 });
 }
 
@@ -227,11 +237,11 @@ export function readControlPlane(dir: string): ControlPlane | undefined {
   }
 }
 
-/** Stops apiserver then etcd by PID: SIGTERM, then SIGKILL after a grace period. */
+/** Stops controller-manager, apiserver, then etcd by PID: SIGTERM, then SIGKILL after a grace period. */
 export async function stopControlPlane(dir: string, graceMs = 10_000): Promise<void> {
   const cp = readControlPlane(dir);
   if (!cp) return;
-  for (const pid of [cp.apiserverPid, cp.etcdPid]) {
+  for (const pid of [cp.controllerManagerPid, cp.apiserverPid, cp.etcdPid]) {
     if (!pid || !alive(pid)) continue;
     process.kill(pid, "SIGTERM");
     const until = Date.now() + graceMs;

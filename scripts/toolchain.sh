@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the offline toolchain from the Go module proxy into a cache outside the repository:
 #   pulumi CLI, pulumi-language-nodejs, the pulumi-resource-pulumi-nodejs shim,
-#   pulumi-resource-kubernetes (installed into PULUMI_HOME), kube-apiserver and etcd.
+#   pulumi-resource-kubernetes (installed into PULUMI_HOME), kube-apiserver, kube-controller-manager and etcd.
 # Every piece is keyed by version and skipped when already built and verified.
-# Usage: scripts/toolchain.sh [all|pulumi|langhost|shim|kubernetes-provider|apiserver|etcd|env]...
+# Usage: scripts/toolchain.sh [all|pulumi|langhost|shim|kubernetes-provider|apiserver|controller-manager|etcd|env]...
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -71,6 +71,15 @@ check_prereqs() {
   local gv
   gv=$(go env GOVERSION | sed 's/^go//')
   [[ "$(printf '%s\n1.25.0\n' "$gv" | sort -V | head -1)" == 1.25.0 ]] || die "Go $gv is too old; need >= 1.25"
+  # The engine asks for exactly the kubernetes plugin version that @pulumi/kubernetes declares, and the
+  # CLI must not be older than the SDK: catch a version bump made in one place only.
+  local npm_pulumi npm_k8s
+  npm_pulumi=$(node -p 'require(process.argv[1]).dependencies["@pulumi/pulumi"]' "$REPO/package.json")
+  npm_k8s=$(node -p 'require(process.argv[1]).dependencies["@pulumi/kubernetes"]' "$REPO/package.json")
+  [[ "$npm_k8s" == "$KUBERNETES_PROVIDER_VERSION" ]] \
+    || die "package.json pins @pulumi/kubernetes $npm_k8s but scripts/versions.env builds $KUBERNETES_PROVIDER_VERSION"
+  [[ "$(printf '%s\n%s\n' "$npm_pulumi" "$PULUMI_VERSION" | sort -V | tail -1)" == "$PULUMI_VERSION" ]] \
+    || die "pulumi CLI $PULUMI_VERSION is older than @pulumi/pulumi $npm_pulumi in package.json"
 }
 
 # ---------------------------------------------------------------- pulumi CLI
@@ -174,6 +183,24 @@ build_apiserver() {
   "$bin" --version | grep -qx "Kubernetes v$K8S_VERSION" || die "kube-apiserver does not report v$K8S_VERSION"
 }
 
+# ------------------------------------------------------- kube-controller-manager
+# Only its namespace and garbage-collector controllers run in the test plane, so that namespaces
+# finish deleting, foreground deletion completes and ownerReferences cascade as on a real hub.
+build_controller_manager() {
+  local bin="$K8S_BIN/kube-controller-manager"
+  if [[ -x "$bin" ]] && "$bin" --version 2>/dev/null | grep -qx "Kubernetes v$K8S_VERSION"; then
+    log "kube-controller-manager v$K8S_VERSION present"; return
+  fi
+  [[ -f "$WORK/kube-apiserver/go.mod" ]] || { rm -f "$K8S_BIN/kube-apiserver"; build_apiserver; }
+  local minor V=k8s.io/component-base/version d="$WORK/kube-apiserver"
+  minor=$(cut -d. -f2 <<<"$K8S_VERSION")
+  step "kube-controller-manager-$K8S_VERSION" bash -c "cd '$d' && go get k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S_VERSION \
+    && go build -trimpath -o '$bin.tmp' -ldflags '-s -w -X $V.gitVersion=v$K8S_VERSION -X $V.gitMajor=1 \
+       -X $V.gitMinor=$minor -X $V.gitTreeState=clean -X $V.buildDate=1970-01-01T00:00:00Z' \
+       k8s.io/kubernetes/cmd/kube-controller-manager && mv '$bin.tmp' '$bin'"
+  "$bin" --version | grep -qx "Kubernetes v$K8S_VERSION" || die "kube-controller-manager does not report v$K8S_VERSION"
+}
+
 # ------------------------------------------------------------------------ etcd
 build_etcd() {
   local bin="$ETCD_BIN/etcd"
@@ -194,6 +221,7 @@ print_env() {
 BMW_PULUMI_ROOT=$PULUMI_ROOT
 PULUMI_HOME=$PULUMI_HOME_DIR
 BMW_KUBE_APISERVER=$K8S_BIN/kube-apiserver
+BMW_KUBE_CONTROLLER_MANAGER=$K8S_BIN/kube-controller-manager
 BMW_ETCD=$ETCD_BIN/etcd
 EOF
 }
@@ -205,12 +233,13 @@ main() {
   local t0; t0=$(date +%s)
   for t in "${targets[@]}"; do
     case "$t" in
-      all) build_pulumi; install_shim; build_langhost; build_kubernetes_provider; build_etcd; build_apiserver ;;
+      all) build_pulumi; install_shim; build_langhost; build_kubernetes_provider; build_etcd; build_apiserver; build_controller_manager ;;
       pulumi) build_pulumi ;;
       shim) install_shim ;;
       langhost) build_langhost ;;
       kubernetes-provider) build_kubernetes_provider ;;
       apiserver) build_apiserver ;;
+      controller-manager) build_controller_manager ;;
       etcd) build_etcd ;;
       env) print_env; continue ;;
       *) die "unknown target '$t'" ;;

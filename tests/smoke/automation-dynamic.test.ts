@@ -46,15 +46,16 @@ describe("Automation API with a dynamic resource on the file backend", () => {
     expect(JSON.parse(fs.readFileSync(target, "utf8")).content).toBe("v1");
   });
 
-  it("refresh reads the real resource and records drift", async () => {
+  it("refresh reads the real resource, records drift, and the next preview wants to correct it", async () => {
     fs.writeFileSync(target, JSON.stringify({ content: "changed-outside", secretValue: secret }));
-    const r = await run<{ summary: string; changes: Record<string, number>; outputs: Record<string, { value: unknown }> }>(
-      "refresh", "v1");
+    const r = await run<{ summary: string }>("refresh", "v1");
     expect(r.summary).toBe("succeeded");
-    expect(r.changes.update).toBe(1);
     const stateText = fs.readFileSync(path.join(backend, ".pulumi", "stacks", "bmw-smoke", "smoke.json"), "utf8");
     expect(stateText).toContain("changed-outside");
     expect(stateText).not.toContain(secret);
+    // desired content is still v1: the engine now sees a difference and plans an update
+    const p = await run<{ changes: Record<string, number> }>("preview", "v1");
+    expect(p.changes.update).toBe(1);
   });
 
   it("destroy deletes the real resource", async () => {

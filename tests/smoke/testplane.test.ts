@@ -4,7 +4,7 @@ import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { kubeconfigYaml, readControlPlane } from "../../lab/controlplane";
 import { runDir } from "../support/env";
-import { createTestNamespace, kubeConfig } from "../support/kube";
+import { createTestNamespace, eventually, kubeConfig } from "../support/kube";
 
 describe("test plane", () => {
   const kc = kubeConfig();
@@ -46,6 +46,22 @@ describe("test plane", () => {
     await expect(other.makeApiClient(k8s.CoreV1Api).listNamespace()).rejects.toMatchObject({ code: 403 });
     const review = await other.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: {} });
     expect(review.status?.userInfo?.username).toBe("unprivileged");
+  });
+
+  it("garbage-collects dependents through ownerReferences and finishes namespace deletion", async () => {
+    const ns = await createTestNamespace(kc, "gc");
+    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const owner = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "owner" } } });
+    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "dependent", ownerReferences: [
+      { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! }] } } });
+    await core.deleteNamespacedConfigMap({ namespace: ns, name: "owner" });
+    await eventually(async () => {
+      await expect(core.readNamespacedConfigMap({ namespace: ns, name: "dependent" })).rejects.toMatchObject({ code: 404 });
+    });
+    await core.deleteNamespace({ name: ns });
+    await eventually(async () => {
+      await expect(core.readNamespace({ name: ns })).rejects.toMatchObject({ code: 404 });
+    });
   });
 
   it("rejects requests without a valid token", async () => {

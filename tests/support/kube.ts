@@ -1,5 +1,5 @@
 // Kubernetes helpers for tests: a client for the run's control plane and a fresh namespace per test.
-// A bare apiserver has no namespace controller, so namespaces are never deleted; each test gets a new one.
+// Each test gets a namespace of its own; the test plane's controller-manager deletes them like a hub would.
 import * as crypto from "node:crypto";
 import * as k8s from "@kubernetes/client-node";
 
@@ -13,4 +13,18 @@ export async function createTestNamespace(kc: k8s.KubeConfig, prefix = "t"): Pro
   const name = `${prefix}-${crypto.randomBytes(4).toString("hex")}`;
   await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name, labels: { "bmw-test": "true" } } } });
   return name;
+}
+
+/** Retries an assertion until it passes or the timeout elapses (controllers act asynchronously). */
+export async function eventually(assertion: () => Promise<void>, timeoutMs = 30_000, intervalMs = 200): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await assertion();
+      return;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  }
 }
