@@ -251,8 +251,15 @@ describe("List: filters and paging", () => {
   });
 
   it("caps the page at 1000 and rejects a negative limit", async () => {
-    const capped = await rawCall<object, { size: number; total: number }>(h.sim.address, "BareMetalInstanceCatalogItems", "List", { limit: 5000 }, ADMIN_TOKEN);
-    expect(capped.size).toBe(capped.total); // fewer than 1000 exist: all of them, no error
+    for (let batch = 0; batch < 1001; batch += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, 1001 - batch) }, (_, j) => c.catalogItems.create({
+        metadata: { name: `cap-${batch + j}`, labels: { batch: "cap" } }, title: "cap", published: true })));
+    }
+    const capped = await rawCall<object, { size: number; total: number }>(h.sim.address, "BareMetalInstanceCatalogItems", "List",
+      { limit: 5000, filter: Filter.labelEquals("batch", "cap").toString() }, ADMIN_TOKEN);
+    expect([capped.size, capped.total]).toEqual([1000, 1001]);
+    const all = await c.catalogItems.listAll(Filter.labelEquals("batch", "cap"));
+    expect(new Set(all.map((i) => i.metadata?.name)).size).toBe(1001);
     await expect(rawCall(h.sim.address, "BareMetalInstanceCatalogItems", "List", { limit: -1 }, ADMIN_TOKEN))
       .rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
   });
