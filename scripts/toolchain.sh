@@ -109,9 +109,8 @@ build_langhost() {
   fi
   mkdir -p "$PULUMI_ROOT/bin"
   local d="$WORK/pulumi-langhost"
-  "$HERE/langhost-source.sh" "$d" "$PULUMI_VERSION" || die "could not prepare pulumi-language-nodejs sources (see above)"
-  step "pulumi-language-nodejs-$PULUMI_VERSION" bash -c "cd '$d' && go build -trimpath -tags '$PULUMI_TAGS' \
-    -ldflags '$PULUMI_LDFLAGS' -o '$bin.tmp' . && mv '$bin.tmp' '$bin'"
+  step "pulumi-language-nodejs-$PULUMI_VERSION" bash -c "'$HERE/langhost-source.sh' '$d' '$PULUMI_VERSION' \
+    && cd '$d' && go build -trimpath -tags '$PULUMI_TAGS' -ldflags '$PULUMI_LDFLAGS' -o '$bin.tmp' . && mv '$bin.tmp' '$bin'"
   echo "$PULUMI_VERSION" >"$bin.stamp"
 }
 
