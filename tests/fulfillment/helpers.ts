@@ -159,16 +159,7 @@ export function workerBmi(name: string, extra: Partial<BareMetalInstance> = {}):
   };
 }
 
-/** Polls `probe` every 25 ms until it returns a value, or fails after timeoutMs. */
-export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { eventually } from "../support/eventually";
 
 /** A raw osac.private.v1 stub, to send what the product client never sends (no tenant, bad filters…). */
 export function rawCall<Req, Res>(address: string, service: "BareMetalInstances" | "BareMetalInstanceCatalogItems",

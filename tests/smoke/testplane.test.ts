@@ -4,7 +4,8 @@ import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { kubeconfigYaml, readControlPlane } from "../../lab/controlplane";
 import { runDir } from "../support/env";
-import { createTestNamespace, eventually, kubeConfig } from "../support/kube";
+import { eventuallyPasses } from "../support/eventually";
+import { createTestNamespace, kubeConfig } from "../support/kube";
 
 describe("test plane", () => {
   const kc = kubeConfig();
@@ -55,11 +56,11 @@ describe("test plane", () => {
     await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "dependent", ownerReferences: [
       { apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: owner.metadata!.uid! }] } } });
     await core.deleteNamespacedConfigMap({ namespace: ns, name: "owner" });
-    await eventually(async () => {
+    await eventuallyPasses(async () => {
       await expect(core.readNamespacedConfigMap({ namespace: ns, name: "dependent" })).rejects.toMatchObject({ code: 404 });
     });
     await core.deleteNamespace({ name: ns });
-    await eventually(async () => {
+    await eventuallyPasses(async () => {
       await expect(core.readNamespace({ name: ns })).rejects.toMatchObject({ code: 404 });
     });
   });

@@ -15,16 +15,3 @@ export async function createTestNamespace(kc: k8s.KubeConfig, prefix = "t"): Pro
   return name;
 }
 
-/** Retries an assertion until it passes or the timeout elapses (controllers act asynchronously). */
-export async function eventually(assertion: () => Promise<void>, timeoutMs = 30_000, intervalMs = 200): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await assertion();
-      return;
-    } catch (e) {
-      if (Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, intervalMs));
-    }
-  }
-}
