@@ -1,8 +1,58 @@
-// The Pulumi program: one stack per ClusterOrder. The reconciler (automation/) runs it through the
-// Automation API on this on-disk project, so the program it applies is the one admins preview.
+// The Pulumi program of one ClusterOrder's stack. The reconciler (automation/) runs it through the
+// Automation API on this on-disk project, so `pulumi preview` by an admin shows exactly what the loop
+// would apply. It observes, plans (planner/, pure), fences new BMI creates in the order's status, and
+// declares the resources the plan asks for.
 import * as pulumi from "@pulumi/pulumi";
+import { FulfillmentClient } from "./clients/fulfillment";
+import { Kube, loadKubeConfig } from "./clients/kube";
+import { ConflictError } from "./clients/kube";
+import { ClusterWorkers } from "./components/clusterWorkers";
+import { connectionOptions } from "./providers/bareMetalInstanceOps";
+import { observe, parseOrderRef } from "./automation/observe";
+import { programSettings } from "./automation/settings";
+import { desiredSetOf, writeFence } from "./automation/status";
+import { plan as makePlan, plannerConfigFromEnv } from "./planner";
+import { withPin } from "./planner/pin";
 
-const config = new pulumi.Config();
-
-/** namespace/name of the ClusterOrder this stack manages. */
-export const clusterOrder = config.get("clusterOrder") ?? "";
+export = async () => {
+  const config = new pulumi.Config();
+  const ref = parseOrderRef(config.require("clusterOrder"));
+  const settings = programSettings(process.env);
+  const kube = new Kube(loadKubeConfig(settings.kubeconfigPath));
+  const fulfillment = new FulfillmentClient(connectionOptions(settings.fulfillment));
+  try {
+    const { snapshot, fulfillmentError } = await observe({
+      kube, fulfillment, config: plannerConfigFromEnv(process.env), ignitionCaFile: settings.ignitionCaFile,
+    }, ref);
+    // A rollback pin (stack config `pin`, set by `baremetal-workers rollback`) overrides requested counts.
+    const pin = config.getObject<Record<string, number>>("pin");
+    const plan = makePlan({ ...snapshot, order: withPin(snapshot.order, pin) });
+    if (snapshot.bmis === undefined) {
+      // Declaring from an unknown BMI list could delete or duplicate workers: change nothing instead.
+      throw new Error(`the fulfillment-service could not be read (${fulfillmentError}); ` +
+        "nothing is created or deleted until its BareMetalInstances can be listed");
+    }
+    let workers = plan.workers;
+    if (plan.fence.length > 0 && !pulumi.runtime.isDryRun()) {
+      try {
+        // Persist "Attempted" before any Create can reach the service (conditional on resourceVersion).
+        await writeFence(kube, snapshot.order, plan);
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+        pulumi.log.warn(`ClusterOrder ${ref.namespace}/${ref.name} changed while planning; ` +
+          "new workers wait for the next run");
+        workers = workers.filter((w) => !w.requiresFence);
+      }
+    }
+    new ClusterWorkers(ref.name, {
+      plan: { ...plan, workers },
+      namespace: ref.namespace,
+      orderUid: snapshot.order.metadata.uid,
+      fulfillment: settings.fulfillment,
+      kubeconfigPath: settings.kubeconfigPath,
+    });
+    return { clusterOrder: `${ref.namespace}/${ref.name}`, desiredSet: desiredSetOf(withPin(snapshot.order, pin), plan, workers) };
+  } finally {
+    fulfillment.close();
+  }
+};

@@ -160,7 +160,7 @@ build_kubernetes_provider() {
 # --------------------------------------------------------------- kube-apiserver
 build_apiserver() {
   local bin="$K8S_BIN/kube-apiserver"
-  if [[ -x "$bin" ]] && "$bin" --version 2>/dev/null | grep -qx "Kubernetes v$K8S_VERSION"; then
+  if [[ -x "$bin" ]] && grep -qx "Kubernetes v$K8S_VERSION" <<<"$("$bin" --version 2>/dev/null)"; then
     log "kube-apiserver v$K8S_VERSION present"; return
   fi
   mkdir -p "$K8S_BIN"
@@ -179,7 +179,7 @@ build_apiserver() {
     && go build -trimpath -o '$bin.tmp' -ldflags '-s -w -X $V.gitVersion=v$K8S_VERSION -X $V.gitMajor=1 \
        -X $V.gitMinor=$minor -X $V.gitTreeState=clean -X $V.buildDate=1970-01-01T00:00:00Z' \
        k8s.io/kubernetes/cmd/kube-apiserver && mv '$bin.tmp' '$bin'"
-  "$bin" --version | grep -qx "Kubernetes v$K8S_VERSION" || die "kube-apiserver does not report v$K8S_VERSION"
+  grep -qx "Kubernetes v$K8S_VERSION" <<<"$("$bin" --version 2>/dev/null)" || die "kube-apiserver does not report v$K8S_VERSION"
 }
 
 # ------------------------------------------------------- kube-controller-manager
@@ -187,7 +187,7 @@ build_apiserver() {
 # finish deleting, foreground deletion completes and ownerReferences cascade as on a real hub.
 build_controller_manager() {
   local bin="$K8S_BIN/kube-controller-manager"
-  if [[ -x "$bin" ]] && "$bin" --version 2>/dev/null | grep -qx "Kubernetes v$K8S_VERSION"; then
+  if [[ -x "$bin" ]] && grep -qx "Kubernetes v$K8S_VERSION" <<<"$("$bin" --version 2>/dev/null)"; then
     log "kube-controller-manager v$K8S_VERSION present"; return
   fi
   [[ -f "$WORK/kube-apiserver/go.mod" ]] || { rm -f "$K8S_BIN/kube-apiserver"; build_apiserver; }
@@ -197,13 +197,13 @@ build_controller_manager() {
     && go build -trimpath -o '$bin.tmp' -ldflags '-s -w -X $V.gitVersion=v$K8S_VERSION -X $V.gitMajor=1 \
        -X $V.gitMinor=$minor -X $V.gitTreeState=clean -X $V.buildDate=1970-01-01T00:00:00Z' \
        k8s.io/kubernetes/cmd/kube-controller-manager && mv '$bin.tmp' '$bin'"
-  "$bin" --version | grep -qx "Kubernetes v$K8S_VERSION" || die "kube-controller-manager does not report v$K8S_VERSION"
+  grep -qx "Kubernetes v$K8S_VERSION" <<<"$("$bin" --version 2>/dev/null)" || die "kube-controller-manager does not report v$K8S_VERSION"
 }
 
 # ------------------------------------------------------------------------ etcd
 build_etcd() {
   local bin="$ETCD_BIN/etcd"
-  if [[ -x "$bin" ]] && "$bin" --version 2>/dev/null | grep -q "etcd Version: $ETCD_VERSION"; then
+  if [[ -x "$bin" ]] && grep -q "etcd Version: $ETCD_VERSION" <<<"$("$bin" --version 2>/dev/null)"; then
     log "etcd $ETCD_VERSION present"; return
   fi
   mkdir -p "$ETCD_BIN"
@@ -212,7 +212,7 @@ build_etcd() {
   # etcd's own version string comes from its module (api/v3/version), so no -X is needed.
   step "etcd-$ETCD_VERSION" bash -c "cd '$d' && go get go.etcd.io/etcd/server/v3@v$ETCD_VERSION \
     && go build -trimpath -ldflags '-s -w' -o '$bin.tmp' go.etcd.io/etcd/server/v3 && mv '$bin.tmp' '$bin'"
-  "$bin" --version | grep -q "etcd Version: $ETCD_VERSION" || die "etcd does not report $ETCD_VERSION"
+  grep -q "etcd Version: $ETCD_VERSION" <<<"$("$bin" --version 2>/dev/null)" || die "etcd does not report $ETCD_VERSION"
 }
 
 print_env() {

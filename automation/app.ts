@@ -1,0 +1,197 @@
+// Wiring: builds the one Kubernetes access layer, the one fulfillment client and the stack manager from
+// flags and environment, and offers the operators' verbs on top of them (the CLI is a thin shell).
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { FulfillmentClient } from "../clients/fulfillment";
+import { Kube, loadKubeConfig } from "../clients/kube";
+import { plannerConfigFromEnv } from "../planner";
+import type { PlannerConfig, WorkerStatus } from "../planner/types";
+import type { OrderRef } from "./observe";
+import { reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner } from "./reconcile";
+import { connectionOptions } from "../providers/bareMetalInstanceOps";
+import { PROGRAM_ENV_KEYS, programSettings, type ProgramSettings } from "./settings";
+import { type HistoryEntry, type PreviewResult, StackManager } from "./stacks";
+
+export interface AppOptions {
+  stateDir?: string;
+  backendUrl?: string;
+  passphraseFile?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Refusals are user errors (exit code 2), not failures. */
+export class RefusedError extends Error {
+  override name = "RefusedError";
+}
+
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.BMW_STATE_DIR || path.join(env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state"), "baremetal-workers", "state");
+}
+
+/** The passphrase file: given, from the environment, or (for a local state dir only) generated once beside it. */
+function passphraseFileFor(opts: AppOptions, stateDir: string, env: NodeJS.ProcessEnv): string {
+  const given = opts.passphraseFile || env.PULUMI_CONFIG_PASSPHRASE_FILE;
+  if (given) return given;
+  if (opts.backendUrl) throw new RefusedError("a remote backend needs --passphrase-file (or PULUMI_CONFIG_PASSPHRASE_FILE)");
+  const file = `${stateDir}.passphrase`;
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, crypto.randomBytes(24).toString("base64"), { mode: 0o600 });
+  }
+  return file;
+}
+
+/** The BMW_* environment every pulumi process of a stack gets (paths, never secrets). */
+export function programEnv(settings: ProgramSettings, env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of PROGRAM_ENV_KEYS) if (k.startsWith("BMW_") && env[k]) out[k] = env[k]!;
+  out.BMW_KUBECONFIG = path.resolve(settings.kubeconfigPath);
+  return out;
+}
+
+const PIN_KEY = "pin";
+
+/** The desired set is recorded at the start of every update message: "desired compute=3,gpu=1; ...". */
+export function parseDesired(message: string): Record<string, number> | undefined {
+  const m = /^desired ([^;]*);/.exec(message);
+  if (!m) return undefined;
+  const out: Record<string, number> = {};
+  for (const part of m[1].split(",").filter((p) => p.trim() !== "")) {
+    const kv = /^\s*([^=\s]+)=(\d+)\s*$/.exec(part);
+    if (!kv) return undefined;
+    out[kv[1]] = Number(kv[2]);
+  }
+  return out;
+}
+
+export interface StatusRow {
+  order: string;
+  worker: string;
+  nodeSet: string;
+  phase: string;
+  bmi?: string;
+  attempts: number;
+  nextRetry?: string;
+  reason?: string;
+}
+
+export function statusRows(order: string, workers: WorkerStatus[]): StatusRow[] {
+  return workers.map((w) => ({
+    order, worker: w.name, nodeSet: w.nodeSet, phase: w.phase, bmi: w.bareMetalInstance?.name,
+    attempts: w.attemptCount ?? 0, nextRetry: w.nextRetryTime, reason: w.lastFailureReason,
+  }));
+}
+
+export class App {
+  readonly kube: Kube;
+  readonly fulfillment: FulfillmentClient;
+  readonly stacks: StackManager;
+  readonly config: PlannerConfig;
+  readonly settings: ProgramSettings;
+  readonly memory = new Map<string, OrderMemory>();
+  readonly stateDir: string;
+
+  constructor(opts: AppOptions = {}) {
+    const env = opts.env ?? process.env;
+    this.settings = programSettings(env);
+    this.config = plannerConfigFromEnv(env);
+    this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
+    this.fulfillment = new FulfillmentClient(connectionOptions(this.settings.fulfillment));
+    this.stateDir = opts.stateDir ?? defaultStateDir(env);
+    this.stacks = new StackManager({
+      stateDir: opts.backendUrl ? undefined : this.stateDir,
+      backendUrl: opts.backendUrl,
+      passphraseFile: passphraseFileFor(opts, this.stateDir, env),
+      envVars: programEnv(this.settings, env),
+    });
+  }
+
+  runner(): StackRunner {
+    const stacks = this.stacks;
+    return {
+      async up(ref, o) {
+        await stacks.recover(ref);
+        return stacks.up(ref, { message: o.message });
+      },
+      async destroy(ref) {
+        await stacks.recover(ref);
+        await stacks.destroy(ref, { message: "destroy: the ClusterOrder is being deleted" });
+      },
+      async removeStack(ref) {
+        await stacks.removeStack(ref);
+      },
+      async pinnedNodeSets(ref) {
+        const raw = await stacks.getConfig(ref, PIN_KEY);
+        if (!raw || raw === "null") return undefined;
+        return JSON.parse(raw) as Record<string, number>;
+      },
+    };
+  }
+
+  reconcileDeps(): ReconcileDeps {
+    return {
+      kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
+      ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory,
+    };
+  }
+
+  async reconcile(ref: OrderRef, progress: (m: string) => void = () => undefined): Promise<ReconcileResult> {
+    const r = await reconcileOrder(this.reconcileDeps(), ref);
+    progress(`${ref.namespace}/${ref.name}: ${r.action}`);
+    return r;
+  }
+
+  async preview(ref: OrderRef): Promise<PreviewResult> {
+    await this.mustExist(ref);
+    return this.stacks.preview(ref);
+  }
+
+  async status(ref?: OrderRef): Promise<StatusRow[]> {
+    const orders = ref ? [await this.mustExist(ref)] : await this.kube.listClusterOrders();
+    return orders.flatMap((o) => statusRows(`${o.metadata.namespace}/${o.metadata.name}`, o.status?.workers ?? []));
+  }
+
+  async history(ref: OrderRef): Promise<HistoryEntry[]> {
+    if (!(await this.stacks.stackExists(ref))) throw new RefusedError(`no stack for ${ref.namespace}/${ref.name} yet`);
+    return this.stacks.history(ref);
+  }
+
+  async rollback(ref: OrderRef, update: number, progress: (m: string) => void = () => undefined): Promise<{ pin: Record<string, number>; result: ReconcileResult }> {
+    const entries = await this.history(ref);
+    const entry = entries.find((e) => e.number === update);
+    if (!entry) throw new RefusedError(`update ${update} does not exist (the stack has updates 1..${entries.length})`);
+    if (entry.kind !== "update") throw new RefusedError(`update ${update} is a ${entry.kind}, not an update: nothing to restore`);
+    const pin = parseDesired(entry.message);
+    if (!pin) throw new RefusedError(`update ${update} carries no recorded desired worker set (message: '${entry.message}')`);
+    const order = await this.mustExist(ref);
+    const sets = new Set((order.spec.nodeRequests ?? []).map((r) => r.nodeSet));
+    const unknown = Object.keys(pin).filter((s) => !sets.has(s));
+    if (unknown.length) throw new RefusedError(`update ${update} names node sets the ClusterOrder no longer has: ${unknown.join(", ")}`);
+    progress(`pinning ${ref.namespace}/${ref.name} to ${JSON.stringify(pin)}`);
+    await this.stacks.setConfig(ref, { [PIN_KEY]: { value: JSON.stringify(pin) } });
+    this.memory.delete(`${ref.namespace}/${ref.name}`);
+    return { pin, result: await this.reconcile(ref, progress) };
+  }
+
+  async unpin(ref: OrderRef, progress: (m: string) => void = () => undefined): Promise<ReconcileResult> {
+    await this.stacks.setConfig(ref, { [PIN_KEY]: { value: "null" } });
+    this.memory.delete(`${ref.namespace}/${ref.name}`);
+    return this.reconcile(ref, progress);
+  }
+
+  private async mustExist(ref: OrderRef) {
+    const o = await this.kube.getClusterOrder(ref.namespace, ref.name);
+    if (!o) throw new RefusedError(`ClusterOrder ${ref.namespace}/${ref.name} does not exist`);
+    return o;
+  }
+
+  close(): void {
+    this.fulfillment.close();
+  }
+}
+
+export async function createApp(opts: AppOptions = {}): Promise<App> {
+  return new App(opts);
+}

@@ -1,0 +1,183 @@
+// The reconciliation loop: a timer plus Kubernetes watches feed a debounced work queue of ClusterOrders;
+// a bounded number of orders are reconciled at once and never the same order twice at a time (its stack
+// has one runner). Requeue times from the planner (backoff expiry, timeouts, polls) are honoured.
+import type { Kube } from "../clients/kube";
+import { INFRAENV_AGENT_LABEL, ORDER_LABEL } from "../planner/names";
+import type { OrderRef } from "./observe";
+import type { ReconcileResult } from "./reconcile";
+
+export interface LoopOptions {
+  kube: Kube;
+  /** Reconciles one order; throws on failure (the loop logs and requeues with backoff). */
+  reconcile: (ref: OrderRef) => Promise<ReconcileResult>;
+  /** Only orders of these namespaces (all when empty). */
+  namespaces?: string[];
+  intervalMs?: number;
+  debounceMs?: number;
+  concurrency?: number;
+  /** Delay after a failed reconcile. */
+  errorRequeueMs?: number;
+  /** Whether this replica may act (leader election); the loop idles while false. */
+  isLeader?: () => boolean;
+  log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
+  onTick?: (tick: { orders: number; at: Date }) => void;
+  onResult?: (ref: OrderRef, result: ReconcileResult | Error, durationMs: number) => void;
+}
+
+const refKey = (r: OrderRef): string => `${r.namespace}/${r.name}`;
+const keyRef = (k: string): OrderRef => {
+  const i = k.indexOf("/");
+  return { namespace: k.slice(0, i), name: k.slice(i + 1) };
+};
+
+interface WatchedObject {
+  metadata?: { name?: string; namespace?: string; labels?: Record<string, string>; ownerReferences?: { kind?: string; name?: string }[] };
+}
+
+export class ReconcileLoop {
+  private readonly due = new Map<string, number>();
+  private readonly running = new Set<string>();
+  private readonly uidToKey = new Map<string, string>();
+  private timer?: NodeJS.Timeout;
+  private wake?: NodeJS.Timeout;
+  private stops: (() => void)[] = [];
+  private stopped = false;
+  lastTickAt?: Date;
+
+  constructor(private readonly opts: LoopOptions) {}
+
+  async start(): Promise<void> {
+    await this.tick();
+    this.timer = setInterval(() => void this.tick(), this.opts.intervalMs ?? 60_000);
+    this.startWatches();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    if (this.wake) clearTimeout(this.wake);
+    for (const s of this.stops) s();
+    this.stops = [];
+  }
+
+  /** Resolves when nothing is running (for orderly shutdown). */
+  async drain(): Promise<void> {
+    while (this.running.size > 0) await new Promise((r) => setTimeout(r, 100));
+  }
+
+  enqueue(ref: OrderRef, at = Date.now() + (this.opts.debounceMs ?? 500)): void {
+    if (this.opts.namespaces?.length && !this.opts.namespaces.includes(ref.namespace)) return;
+    const k = refKey(ref);
+    const cur = this.due.get(k);
+    if (cur === undefined || at < cur) this.due.set(k, at);
+    this.schedule();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const orders = (await Promise.all((this.opts.namespaces?.length ? this.opts.namespaces : [undefined])
+        .map((ns) => this.opts.kube.listClusterOrders(ns)))).flat();
+      for (const o of orders) {
+        this.uidToKey.set(o.metadata.uid, refKey(o.metadata));
+        this.enqueue(o.metadata, Date.now());
+      }
+      this.lastTickAt = new Date();
+      this.opts.onTick?.({ orders: orders.length, at: this.lastTickAt });
+    } catch (err) {
+      this.opts.log("error", "listing ClusterOrders failed; the next tick retries", { error: String(err) });
+    }
+  }
+
+  private orderOf(kind: string, obj: WatchedObject): OrderRef | undefined {
+    const ns = obj.metadata?.namespace;
+    if (!ns) return undefined;
+    const labels = obj.metadata?.labels ?? {};
+    switch (kind) {
+      case "ClusterOrder":
+        return obj.metadata?.name ? { namespace: ns, name: obj.metadata.name } : undefined;
+      case "Agent": {
+        const byUid = labels[ORDER_LABEL] ? this.uidToKey.get(labels[ORDER_LABEL]) : undefined;
+        if (byUid) return keyRef(byUid);
+        const ie = labels[INFRAENV_AGENT_LABEL];
+        return ie?.endsWith("-infraenv") ? { namespace: ns, name: ie.slice(0, -"-infraenv".length) } : undefined;
+      }
+      case "NodePool":
+        return labels["osac.openshift.io/clusterorder"] ? { namespace: ns, name: labels["osac.openshift.io/clusterorder"] } : undefined;
+      case "InfraEnv": {
+        const owner = (obj.metadata?.ownerReferences ?? []).find((o) => o.kind === "ClusterOrder");
+        return owner?.name ? { namespace: ns, name: owner.name } : undefined;
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  private startWatches(): void {
+    const watched: [string, string][] = [
+      ["ClusterOrder", "/apis/osac.openshift.io/v1alpha1/clusterorders"],
+      ["Agent", "/apis/agent-install.openshift.io/v1beta1/agents"],
+      ["NodePool", "/apis/hypershift.openshift.io/v1beta1/nodepools"],
+      ["InfraEnv", "/apis/agent-install.openshift.io/v1beta1/infraenvs"],
+    ];
+    for (const [kind, path] of watched) this.watch(kind, path);
+  }
+
+  private watch(kind: string, path: string): void {
+    if (this.stopped) return;
+    const stop = this.opts.kube.watch(path, {}, (_type: string, obj: unknown) => {
+      const ref = this.orderOf(kind, obj as WatchedObject);
+      if (ref) this.enqueue(ref);
+    }, (err?: unknown) => {
+      // client-node's watch ends on errors and on server timeouts: restart it (the timer covers the gap).
+      if (this.stopped) return;
+      if (err) this.opts.log("warn", `watch of ${kind} ended; restarting`, { error: String(err) });
+      setTimeout(() => this.watch(kind, path), err ? 2_000 : 0);
+    });
+    this.stops.push(stop);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    if (this.wake) clearTimeout(this.wake);
+    const next = Math.min(...[...this.due.entries()].filter(([k]) => !this.running.has(k)).map(([, t]) => t));
+    if (!Number.isFinite(next)) return;
+    this.wake = setTimeout(() => this.dispatch(), Math.max(0, next - Date.now()));
+  }
+
+  private dispatch(): void {
+    if (this.stopped) return;
+    if (this.opts.isLeader && !this.opts.isLeader()) {
+      this.wake = setTimeout(() => this.dispatch(), 1_000);
+      return;
+    }
+    const now = Date.now();
+    const limit = this.opts.concurrency ?? 4;
+    const ready = [...this.due.entries()].filter(([k, t]) => t <= now && !this.running.has(k)).sort((a, b) => a[1] - b[1]);
+    for (const [k] of ready) {
+      if (this.running.size >= limit) break;
+      this.due.delete(k);
+      this.running.add(k);
+      void this.run(k);
+    }
+    this.schedule();
+  }
+
+  private async run(k: string): Promise<void> {
+    const ref = keyRef(k);
+    const started = Date.now();
+    try {
+      const result = await this.opts.reconcile(ref);
+      this.opts.onResult?.(ref, result, Date.now() - started);
+      if (result.requeueAt) this.enqueue(ref, Math.max(result.requeueAt.getTime(), Date.now() + 1_000));
+    } catch (err) {
+      const e = err instanceof Error ? err : new Error(String(err));
+      this.opts.onResult?.(ref, e, Date.now() - started);
+      this.opts.log("error", `reconcile of ${k} failed`, { error: e.message });
+      this.enqueue(ref, Date.now() + (this.opts.errorRequeueMs ?? 10_000));
+    } finally {
+      this.running.delete(k);
+      this.schedule();
+    }
+  }
+}

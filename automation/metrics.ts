@@ -1,0 +1,150 @@
+// Prometheus metrics of the reconciler. The design's five metrics (OSAC-2135 §3.5) carry exactly two
+// labels, `tenant` and `worker_type` (always "bare_metal"): no per-ClusterOrder label, so cardinality
+// stays bounded by the number of tenants. Our own reconciler metrics use only small fixed label sets.
+// Each instance owns its registry, so several reconcilers (or tests) in one process never collide.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+export const WORKER_TYPE = "bare_metal";
+
+/** Label names the design allows on its five metrics. */
+export const DESIGN_LABELS = ["tenant", "worker_type"] as const;
+type DesignLabel = (typeof DESIGN_LABELS)[number];
+
+/** Per-ClusterOrder worker counts, as reported in its status; aggregated per tenant before export. */
+export interface OrderWorkerCounts {
+  tenant: string;
+  desired: number;
+  ready: number;
+  failed: number;
+}
+
+export type ReconcileResult = "success" | "error" | "skipped";
+export type UpResult = "succeeded" | "failed";
+
+export interface MetricsOptions {
+  /** Add Node.js process metrics (prefixed bmw_process_/bmw_nodejs_). Default true. */
+  defaultMetrics?: boolean;
+}
+
+// Provisioning spans minutes to an hour (BMI boot + discovery + install); correlation seconds to minutes.
+const PROVISIONING_BUCKETS = [60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 5400, 7200];
+const CORRELATION_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 900, 1800];
+const RECONCILE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+export class ReconcilerMetrics {
+  readonly registry = new Registry();
+
+  readonly workersDesired: Gauge<DesignLabel>;
+  readonly workersReady: Gauge<DesignLabel>;
+  readonly workersFailed: Gauge<DesignLabel>;
+  readonly provisioningDuration: Histogram<DesignLabel>;
+  readonly agentCorrelationDuration: Histogram<DesignLabel>;
+
+  readonly reconcileDuration: Histogram<"result">;
+  readonly pulumiUps: Counter<"result">;
+  readonly skippedByFingerprint: Counter;
+  readonly fulfillmentCalls: Counter<"method" | "code">;
+
+  constructor(opts: MetricsOptions = {}) {
+    const registers = [this.registry];
+    const labelNames = [...DESIGN_LABELS];
+    this.workersDesired = new Gauge({
+      name: "osac_clusterorder_workers_desired", help: "Bare-metal workers requested by ClusterOrders, per tenant.",
+      labelNames, registers,
+    });
+    this.workersReady = new Gauge({
+      name: "osac_clusterorder_workers_ready", help: "Bare-metal workers in phase Ready, per tenant.", labelNames, registers,
+    });
+    this.workersFailed = new Gauge({
+      name: "osac_clusterorder_workers_failed", help: "Bare-metal workers in phase Failed, per tenant.", labelNames, registers,
+    });
+    this.provisioningDuration = new Histogram({
+      name: "osac_clusterorder_worker_provisioning_duration_seconds",
+      help: "Time from worker creation to joining its NodePool.", labelNames, buckets: PROVISIONING_BUCKETS, registers,
+    });
+    this.agentCorrelationDuration = new Histogram({
+      name: "osac_clusterorder_worker_agent_correlation_duration_seconds",
+      help: "Time from a BareMetalInstance running to its Agent matched by MAC.", labelNames,
+      buckets: CORRELATION_BUCKETS, registers,
+    });
+    this.reconcileDuration = new Histogram({
+      name: "bmw_reconcile_duration_seconds", help: "Duration of one ClusterOrder reconcile.", labelNames: ["result"],
+      buckets: RECONCILE_BUCKETS, registers,
+    });
+    this.pulumiUps = new Counter({
+      name: "bmw_pulumi_ups_total", help: "pulumi up operations started, by outcome.", labelNames: ["result"], registers,
+    });
+    this.skippedByFingerprint = new Counter({
+      name: "bmw_reconcile_skipped_unchanged_total",
+      help: "Reconciles that ran no pulumi up because the plan fingerprint was unchanged.", registers,
+    });
+    this.fulfillmentCalls = new Counter({
+      name: "bmw_fulfillment_calls_total", help: "Calls to the fulfillment-service private API, by method and gRPC code.",
+      labelNames: ["method", "code"], registers,
+    });
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });
+  }
+
+  /**
+   * Sets the three worker gauges from every order's counts, summed per tenant. Tenants that no
+   * longer have orders disappear from the exposition instead of keeping their last value.
+   */
+  setWorkerGauges(orders: Iterable<OrderWorkerCounts>): void {
+    const perTenant = aggregateByTenant(orders);
+    for (const g of [this.workersDesired, this.workersReady, this.workersFailed]) g.reset();
+    for (const [tenant, c] of perTenant) {
+      const labels = { tenant, worker_type: WORKER_TYPE };
+      this.workersDesired.set(labels, c.desired);
+      this.workersReady.set(labels, c.ready);
+      this.workersFailed.set(labels, c.failed);
+    }
+  }
+
+  observeProvisioning(tenant: string, seconds: number): void {
+    this.provisioningDuration.observe({ tenant, worker_type: WORKER_TYPE }, seconds);
+  }
+
+  observeAgentCorrelation(tenant: string, seconds: number): void {
+    this.agentCorrelationDuration.observe({ tenant, worker_type: WORKER_TYPE }, seconds);
+  }
+
+  /** Times a reconcile: call the returned function with its result when it ends. */
+  startReconcile(): (result: ReconcileResult) => void {
+    const end = this.reconcileDuration.startTimer();
+    return (result) => end({ result });
+  }
+
+  countUp(result: UpResult): void {
+    this.pulumiUps.inc({ result });
+  }
+
+  countSkipped(): void {
+    this.skippedByFingerprint.inc();
+  }
+
+  /** `code` is the gRPC status name ("OK", "UNAVAILABLE", ...), a bounded set. */
+  countFulfillmentCall(method: string, code: string): void {
+    this.fulfillmentCalls.inc({ method, code });
+  }
+
+  /** The Prometheus text exposition. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+export function aggregateByTenant(orders: Iterable<OrderWorkerCounts>): Map<string, Omit<OrderWorkerCounts, "tenant">> {
+  const out = new Map<string, Omit<OrderWorkerCounts, "tenant">>();
+  for (const o of orders) {
+    const c = out.get(o.tenant) ?? { desired: 0, ready: 0, failed: 0 };
+    c.desired += o.desired;
+    c.ready += o.ready;
+    c.failed += o.failed;
+    out.set(o.tenant, c);
+  }
+  return out;
+}

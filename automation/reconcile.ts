@@ -1,0 +1,188 @@
+// One reconcile of one ClusterOrder: observe, plan, decide whether `pulumi up` is needed (plan
+// fingerprint), run it on the order's stack, then observe again and report (status, events, metrics).
+// Deletion runs the finalizer path: destroy the stack (every BMI deleted and confirmed gone), delete
+// leftover BMIs and Agents of the order, drop the finalizer, remove the stack.
+import type { FulfillmentClient } from "../clients/fulfillment";
+import { Filter, NotFoundError as FulfillmentNotFound } from "../clients/fulfillment";
+import { ConflictError, type Kube } from "../clients/kube";
+import { fingerprint, plan as makePlan } from "../planner";
+import { FINALIZER, INFRAENV_UID_ANNOTATION, ORDER_LABEL, UNBINDING_STATE } from "../planner/names";
+import { withPin } from "../planner/pin";
+import type { ClusterOrder, Plan, PlannerConfig, Snapshot } from "../planner/types";
+import { observe, OrderNotFoundError, type OrderRef } from "./observe";
+import { recordEvents, writeStatus } from "./status";
+
+export interface UpResult {
+  changes: { create: number; update: number; delete: number; replace: number; same: number };
+  durationMs: number;
+}
+
+/** The stack operations a reconcile needs (automation/stacks.ts implements them on the Automation API). */
+export interface StackRunner {
+  up(ref: OrderRef, opts: { message: string }): Promise<UpResult>;
+  destroy(ref: OrderRef, opts: { env: Record<string, string> }): Promise<void>;
+  removeStack(ref: OrderRef): Promise<void>;
+  /** Extra program input (a rollback pin), undefined when none. */
+  pinnedNodeSets(ref: OrderRef): Promise<Record<string, number> | undefined>;
+}
+
+export interface ReconcileDeps {
+  kube: Kube;
+  fulfillment: FulfillmentClient;
+  stacks: StackRunner;
+  config: PlannerConfig;
+  ignitionCaFile?: string;
+  now?: () => Date;
+  /** Memory kept between reconciles of the same order (fingerprints, error counts). */
+  memory: Map<string, OrderMemory>;
+  bmiDeleteTimeoutMs?: number;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface OrderMemory {
+  lastFingerprint?: string;
+  consecutiveFulfillmentErrors: number;
+  lastRefreshAt?: number;
+}
+
+export interface ReconcileResult {
+  action: "up" | "skipped" | "paused" | "deleted" | "gone" | "blocked" | "requeue";
+  plan?: Plan;
+  up?: UpResult;
+  requeueAt?: Date;
+  message?: string;
+}
+
+function key(ref: OrderRef): string {
+  return `${ref.namespace}/${ref.name}`;
+}
+
+async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): Promise<{ snapshot: Snapshot; plan: Plan; calls: number }> {
+  const now = deps.now?.() ?? new Date();
+  const obs = await observe({ kube: deps.kube, fulfillment: deps.fulfillment, config: deps.config, ignitionCaFile: deps.ignitionCaFile }, ref, now);
+  mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
+  const pin = await deps.stacks.pinnedNodeSets(ref);
+  const snapshot: Snapshot = { ...obs.snapshot, order: withPin(obs.snapshot.order, pin), fulfillmentErrors: mem.consecutiveFulfillmentErrors };
+  return { snapshot, plan: makePlan(snapshot), calls: obs.fulfillmentCalls };
+}
+
+async function report(deps: ReconcileDeps, snapshot: Snapshot, plan: Plan): Promise<void> {
+  const order = snapshot.order;
+  await writeStatus(deps.kube, order, plan);
+  await recordEvents(deps.kube, order, plan);
+  // Remember which InfraEnv the current ignition came from, so a recreated one is detected (stale ignition).
+  if (snapshot.infraEnv && order.metadata.annotations?.[INFRAENV_UID_ANNOTATION] !== snapshot.infraEnv.uid) {
+    await deps.kube.patchClusterOrderMetadata({ namespace: order.metadata.namespace, name: order.metadata.name },
+      { annotations: { [INFRAENV_UID_ANNOTATION]: snapshot.infraEnv.uid } });
+  }
+}
+
+export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promise<ReconcileResult> {
+  const mem = deps.memory.get(key(ref)) ?? { consecutiveFulfillmentErrors: 0 };
+  deps.memory.set(key(ref), mem);
+  const order = await deps.kube.getClusterOrder(ref.namespace, ref.name);
+  if (!order) return { action: "gone" };
+  if (order.metadata.deletionTimestamp) return finalize(deps, ref, order);
+
+  if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) {
+    await deps.kube.patchClusterOrderMetadata(ref, { finalizers: [...(order.metadata.finalizers ?? []), FINALIZER] },
+      order.metadata.resourceVersion);
+  }
+
+  let observed;
+  try {
+    observed = await observeAndPlan(deps, ref, mem);
+  } catch (err) {
+    if (err instanceof OrderNotFoundError) return { action: "gone" };
+    throw err;
+  }
+  const { snapshot, plan } = observed;
+  const requeueAt = plan.requeueAt ? new Date(plan.requeueAt) : undefined;
+  if (snapshot.bmis === undefined || plan.paused) {
+    await report(deps, snapshot, plan);
+    return { action: "paused", plan, requeueAt, message: plan.paused?.message };
+  }
+
+  const fp = fingerprint(plan);
+  if (fp === mem.lastFingerprint && plan.fence.length === 0) {
+    await report(deps, snapshot, plan);
+    return { action: "skipped", plan, requeueAt };
+  }
+
+  const up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan) });
+  // Observe again: the status written is the state after the update, not the intention before it.
+  const after = await observeAndPlan(deps, ref, mem);
+  await report(deps, after.snapshot, after.plan);
+  mem.lastFingerprint = after.plan.fence.length === 0 ? fingerprint(after.plan) : undefined;
+  return { action: "up", plan: after.plan, up, requeueAt: after.plan.requeueAt ? new Date(after.plan.requeueAt) : requeueAt };
+}
+
+/** Our one-line summary of a change, stored as the update message (shown by `history`). */
+export function summaryLine(order: ClusterOrder, plan: Plan): string {
+  const requested = (order.spec.nodeRequests ?? []).filter((r) => r.bareMetal?.instanceType)
+    .map((r) => `${r.nodeSet}=${r.numberOfNodes}`).sort();
+  const sets = new Map<string, number>();
+  for (const w of plan.workers) sets.set(w.nodeSet, (sets.get(w.nodeSet) ?? 0) + 1);
+  const declared = [...sets.entries()].sort().map(([s, n]) => `${s}=${n}`);
+  const news = plan.fence.length ? `, ${plan.fence.length} new` : "";
+  // "desired ...;" first: rollback reads the requested set back from this message.
+  return `desired ${requested.join(",")}; workers ${declared.join(",") || "none"}${news}; ` +
+    `current ${plan.status.currentWorkers}, ready ${plan.status.readyWorkers}`;
+}
+
+async function waitGone(f: FulfillmentClient, id: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      await f.bareMetalInstances.get(id);
+    } catch (err) {
+      if (err instanceof FulfillmentNotFound) return true;
+      throw err;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return false;
+}
+
+async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder): Promise<ReconcileResult> {
+  if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) return { action: "gone" };
+  // 1. Destroy the stack: bindings (Agents may go: the cluster is being deleted), then every BMI, each
+  //    delete waiting until the BMI is really gone.
+  await deps.stacks.destroy(ref, { env: { BMW_CLUSTER_DELETING: "1" } });
+  // 2. BMIs of this order that the stack never recorded (a create whose response was lost, a kill).
+  const leftovers = await deps.fulfillment.bareMetalInstances.listAll(
+    Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })));
+  for (const bmi of leftovers) {
+    if (!bmi.metadata?.deletion_timestamp) {
+      try {
+        await deps.fulfillment.bareMetalInstances.delete(bmi.id);
+      } catch (err) {
+        if (!(err instanceof FulfillmentNotFound)) throw err;
+      }
+    }
+  }
+  for (const bmi of leftovers) {
+    if (!(await waitGone(deps.fulfillment, bmi.id, deps.bmiDeleteTimeoutMs ?? 600_000))) {
+      return { action: "requeue", message: `BareMetalInstance ${bmi.metadata?.name} is still being deleted`,
+        requeueAt: new Date(Date.now() + 10_000) };
+    }
+  }
+  // 3. Leftover Agents of our workers (the cascade may not remove them; design §5.3 conflict).
+  for (const agent of await deps.kube.listAgents(ref.namespace)) {
+    const ours = agent.metadata?.labels?.[ORDER_LABEL] === order.metadata.uid;
+    if (!ours || !agent.metadata?.name || !agent.metadata.uid || !agent.metadata.resourceVersion) continue;
+    void UNBINDING_STATE;
+    try {
+      await deps.kube.deleteAgent(ref.namespace, agent.metadata.name, { uid: agent.metadata.uid, resourceVersion: agent.metadata.resourceVersion });
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      return { action: "requeue", requeueAt: new Date(Date.now() + 1_000), message: "an Agent changed during cleanup" };
+    }
+  }
+  // 4. Release the order, then forget the stack.
+  await deps.kube.patchClusterOrderMetadata(ref,
+    { finalizers: (order.metadata.finalizers ?? []).filter((f) => f !== FINALIZER) }, order.metadata.resourceVersion);
+  await deps.stacks.removeStack(ref);
+  deps.memory.delete(key(ref));
+  return { action: "deleted" };
+}

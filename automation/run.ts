@@ -1,0 +1,92 @@
+// `baremetal-workers run`: the reconciler process of the pod. Leader election through a Lease (a
+// standby replica waits), the loop, status/events per reconcile, metrics and health endpoints, and an
+// orderly shutdown on SIGTERM (finish running updates, release the Lease).
+import * as os from "node:os";
+import { type AppOptions, createApp } from "./app";
+import { startHealthServer, Heartbeat, electionCheck, kubeReachable, allOf } from "./health";
+import { defaultIdentity, LeaderElector } from "./leader";
+import { createLogger } from "./logger";
+import { ReconcileLoop } from "./loop";
+import { ReconcilerMetrics, type OrderWorkerCounts } from "./metrics";
+import { loadKubeConfig } from "../clients/kube";
+
+export interface RunOptions extends AppOptions {
+  namespaces: string[];
+  intervalMs: number;
+  concurrency: number;
+  healthPort: number;
+  healthHost: string;
+  leaseNamespace: string;
+  identity?: string;
+  /** Resolves when the loop should stop (tests); default: SIGTERM/SIGINT. */
+  until?: Promise<void>;
+}
+
+export async function runLoop(opts: RunOptions): Promise<void> {
+  const log = createLogger({ name: "reconciler" });
+  const app = await createApp(opts);
+  const metrics = new ReconcilerMetrics();
+  const counts = new Map<string, OrderWorkerCounts>();
+  const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
+  const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
+  const elector = new LeaderElector({
+    client: app.kube, namespace: opts.leaseNamespace, name: "baremetal-workers", identity, logger: log,
+    onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
+    onStoppedLeading: () => log.warn({ identity }, "lost leadership: standing by"),
+  });
+  const loop = new ReconcileLoop({
+    kube: app.kube,
+    namespaces: opts.namespaces,
+    intervalMs: opts.intervalMs,
+    concurrency: opts.concurrency,
+    isLeader: () => elector.isLeader(),
+    log: (level, msg, fields) => log[level](fields ?? {}, msg),
+    onTick: () => heartbeat.beat(),
+    reconcile: async (ref) => {
+      const done = metrics.startReconcile();
+      try {
+        const r = await app.reconcile(ref);
+        done(r.action === "skipped" ? "skipped" : "success");
+        if (r.action === "skipped") metrics.countSkipped();
+        if (r.up) metrics.countUp("succeeded");
+        const k = `${ref.namespace}/${ref.name}`;
+        if (r.plan && r.action !== "deleted" && r.action !== "gone") {
+          const order = await app.kube.getClusterOrder(ref.namespace, ref.name);
+          counts.set(k, {
+            tenant: order?.metadata.annotations?.["osac.openshift.io/tenant"] ?? "unknown",
+            desired: r.plan.status.desiredWorkers, ready: r.plan.status.readyWorkers,
+            failed: r.plan.status.workers.filter((w) => w.phase === "Failed").length,
+          });
+        } else {
+          counts.delete(k);
+        }
+        metrics.setWorkerGauges(counts.values());
+        log.info({ order: k, action: r.action, changes: r.up?.changes, message: r.message }, "reconciled");
+        return r;
+      } catch (err) {
+        done("error");
+        throw err;
+      }
+    },
+  });
+  const kc = loadKubeConfig(app.settings.kubeconfigPath);
+  const health = await startHealthServer({
+    port: opts.healthPort, host: opts.healthHost, metrics,
+    liveness: () => heartbeat.check(),
+    readiness: async () => allOf({ kube: await kubeReachable(kc), election: electionCheck(elector) }),
+  });
+  log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir }, "reconciler started");
+  elector.start();
+  await loop.start();
+  const stop = opts.until ?? new Promise<void>((resolve) => {
+    process.once("SIGTERM", () => resolve());
+    process.once("SIGINT", () => resolve());
+  });
+  await stop;
+  log.info("stopping: finishing running updates");
+  loop.stop();
+  await loop.drain();
+  await elector.stop();
+  await health.close();
+  app.close();
+}

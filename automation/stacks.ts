@@ -1,0 +1,376 @@
+// One Pulumi stack per ClusterOrder, driven through the Automation API's LocalWorkspace on the
+// on-disk project (Pulumi.yaml + index.ts at the repository root): the program the reconciler
+// applies is exactly the one admins run with `pulumi preview` / `pulumi stack history`. The stack's
+// config `clusterOrder` = "namespace/name" tells the program which order it manages; connection
+// settings reach the program as BMW_* environment variables.
+//
+// Work directory. By default the workspace is the repository itself, so Pulumi.<stack>.yaml (config
+// and encryption salt) is written next to Pulumi.yaml. A pod's image is read-only, so `workDir` may
+// point elsewhere (e.g. the state volume): a Pulumi.yaml copied from the project with `main:` set to
+// the program directory is written there, and Pulumi runs the same index.ts.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
+import type { OpMap, UpdateKind, UpdateResult } from "@pulumi/pulumi/automation";
+import { stackName } from "../planner/names";
+import {
+  clearStaleLocks, LockSweep, PendingOperation, resolvePendingOperations, StaleLockPolicy, stateDirOf,
+} from "./locks";
+import { PROJECT_ROOT, pulumiEnv, Toolchain, toolchain } from "./toolchain";
+
+export interface OrderRef {
+  namespace: string;
+  name: string;
+}
+
+export interface StackManagerOptions {
+  /** Directory of the program (index.ts; resolves node_modules). Default: the repository root. */
+  programDir?: string;
+  /** Where Pulumi.yaml and Pulumi.<stack>.yaml live. Default: programDir (the on-disk project). */
+  workDir?: string;
+  /** Directory of the default file backend (`file://<stateDir>`); created if missing. */
+  stateDir?: string;
+  /** Any Pulumi DIY backend URL (file://, s3://, ...). Default `file://<stateDir>`. */
+  backendUrl?: string;
+  /** File holding the secrets passphrase (mounted from a Secret). Default $PULUMI_CONFIG_PASSPHRASE_FILE. */
+  passphraseFile?: string;
+  /** Environment for the program; only BMW_* keys (and KUBECONFIG, a path) are accepted. */
+  envVars?: Record<string, string>;
+  /** Engine parallelism for up/refresh/destroy. Default: Pulumi's (4 x cores). */
+  parallelism?: number;
+  /** Type-check the TypeScript program on every run. Default false (the build type-checks it). */
+  typecheck?: boolean;
+  toolchain?: Toolchain;
+}
+
+/** Resource changes of an operation, always with the four counts the status and logs use. */
+export interface ChangeCounts {
+  create: number;
+  update: number;
+  delete: number;
+  replace: number;
+  same: number;
+}
+
+export interface OperationResult {
+  summary: UpdateResult;
+  changes: ChangeCounts;
+  durationMs: number;
+}
+
+export interface UpResult extends OperationResult {
+  /** Stack outputs; secret values are replaced by "[secret]". */
+  outputs: Record<string, unknown>;
+}
+
+export interface RunOptions {
+  /** One-line summary of the change, stored as the update message (history shows it). */
+  message?: string;
+  onOutput?: (chunk: string) => void;
+  /** Aborting sends SIGINT: the engine finishes in-flight steps, writes state and unlocks. */
+  signal?: AbortSignal;
+}
+
+export interface PreviewResult {
+  changeSummary: OpMap;
+  /** Human-readable diff (`pulumi preview --diff`, no colour). */
+  stdout: string;
+}
+
+export interface HistoryEntry {
+  /** 1 for the oldest update, consecutive (the DIY backend reports version 0 for all). */
+  number: number;
+  /** Same as `number` (Pulumi's own version field is always 0 on a DIY backend). */
+  version: number;
+  kind: UpdateKind;
+  result: UpdateResult;
+  message: string;
+  startTime: Date;
+  endTime?: Date;
+  resourceChanges: OpMap;
+  /** Config at that update; secret values appear as "[secret]". */
+  config: Record<string, { value: string; secret: boolean }>;
+}
+
+export interface StackState {
+  version: number;
+  deployment: unknown;
+}
+
+export interface RecoveryReport {
+  /** Undefined when the backend is not a file backend (locks cannot be inspected). */
+  locks?: LockSweep;
+  pendingCleared: PendingOperation[];
+}
+
+const PROGRAM_ENV_KEY = /^(BMW_[A-Z0-9_]+|KUBECONFIG)$/;
+const HISTORY_PAGE = 100;
+const MAX_MESSAGE = 1000;
+
+/** Lock contention on any backend (DIY lock files or a service's 409). */
+export function isLockedError(e: unknown): boolean {
+  const text = e instanceof Error ? `${e.message} ${(e as { commandResult?: { stderr?: string } }).commandResult?.stderr ?? ""}` : String(e);
+  return /currently locked by|Another update is currently in progress|\[409\] Conflict/i.test(text);
+}
+
+/** Keeps the update message to one line of bounded length. */
+export function oneLine(message: string): string {
+  const flat = message.replace(/\s*[\r\n]+\s*/g, " ").trim();
+  return flat.length > MAX_MESSAGE ? `${flat.slice(0, MAX_MESSAGE - 1)}…` : flat;
+}
+
+export function changeCounts(m: OpMap | undefined): ChangeCounts {
+  const n = (k: keyof OpMap) => m?.[k] ?? 0;
+  return { create: n("create"), update: n("update"), delete: n("delete"), replace: n("replace"), same: n("same") };
+}
+
+/** Runs functions one at a time per key, in call order. */
+class KeyedMutex {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(fn);
+    this.tails.set(key, next);
+    try {
+      return await next;
+    } finally {
+      if (this.tails.get(key) === next) this.tails.delete(key);
+    }
+  }
+}
+
+export class StackManager {
+  readonly programDir: string;
+  readonly workDir: string;
+  readonly backendUrl: string;
+  readonly projectName: string;
+  private readonly env: Record<string, string>;
+  private readonly parallelism?: number;
+  private readonly tc: Toolchain;
+  private command?: Promise<PulumiCommand>;
+  private workspace?: Promise<LocalWorkspace>;
+  private readonly stacks = new Map<string, Promise<Stack>>();
+  /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
+  private readonly perStack = new KeyedMutex();
+  private readonly selection = new KeyedMutex();
+
+  constructor(opts: StackManagerOptions = {}) {
+    this.tc = opts.toolchain ?? toolchain();
+    this.programDir = path.resolve(opts.programDir ?? PROJECT_ROOT);
+    this.workDir = path.resolve(opts.workDir ?? this.programDir);
+    if (opts.backendUrl) {
+      this.backendUrl = opts.backendUrl;
+    } else if (opts.stateDir) {
+      this.backendUrl = `file://${path.resolve(opts.stateDir)}`;
+    } else {
+      throw new Error("StackManager needs a stateDir (file backend) or a backendUrl");
+    }
+    const stateDir = stateDirOf(this.backendUrl);
+    if (stateDir) fs.mkdirSync(stateDir, { recursive: true });
+
+    const passphraseFile = opts.passphraseFile ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
+    if (!passphraseFile && process.env.PULUMI_CONFIG_PASSPHRASE === undefined) {
+      throw new Error("no secrets passphrase: set passphraseFile (or PULUMI_CONFIG_PASSPHRASE_FILE)");
+    }
+    if (passphraseFile && !fs.existsSync(passphraseFile)) throw new Error(`passphrase file ${passphraseFile} does not exist`);
+
+    const extra = opts.envVars ?? {};
+    const rejected = Object.keys(extra).filter((k) => !PROGRAM_ENV_KEY.test(k));
+    if (rejected.length > 0) throw new Error(`envVars accepts only BMW_* keys and KUBECONFIG; rejected: ${rejected.join(", ")}`);
+
+    this.env = pulumiEnv(this.tc, {
+      PULUMI_BACKEND_URL: this.backendUrl,
+      ...(passphraseFile ? { PULUMI_CONFIG_PASSPHRASE_FILE: path.resolve(passphraseFile) } : {}),
+      PULUMI_NODEJS_TRANSPILE_ONLY: opts.typecheck ? "false" : "true",
+      ...extra,
+    });
+    this.parallelism = opts.parallelism;
+    this.projectName = prepareWorkDir(this.programDir, this.workDir);
+  }
+
+  stackName(ref: OrderRef): string {
+    return stackName(ref.namespace, ref.name);
+  }
+
+  /** Creates the stack if needed, selects it and records which ClusterOrder it manages. */
+  ensureStack(ref: OrderRef): Promise<Stack> {
+    const name = this.stackName(ref);
+    let s = this.stacks.get(name);
+    if (!s) {
+      s = this.selection.run("select", async () => {
+        const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: this.workDir }, await this.wsOptions());
+        const wanted = `${ref.namespace}/${ref.name}`;
+        const current = await stack.getConfig("clusterOrder").then((v) => v.value, () => undefined);
+        if (current !== wanted) await stack.setConfig("clusterOrder", { value: wanted });
+        return stack;
+      });
+      this.stacks.set(name, s);
+      s.catch(() => this.stacks.delete(name));
+    }
+    return s;
+  }
+
+  async stackExists(ref: OrderRef): Promise<boolean> {
+    const name = this.stackName(ref);
+    const ws = await this.ws();
+    const list = await ws.listStacks();
+    return list.some((s) => s.name === name || s.name.endsWith(`/${name}`));
+  }
+
+  /** Sets further stack config (e.g. a pinned desired set); values are plain unless `secret`. */
+  async setConfig(ref: OrderRef, values: Record<string, { value: string; secret?: boolean }>): Promise<void> {
+    const stack = await this.ensureStack(ref);
+    await this.perStack.run(stack.name, () => stack.setAllConfig(
+      Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { value: v.value, secret: v.secret ?? false }]))));
+  }
+
+  async getConfig(ref: OrderRef, key: string): Promise<string | undefined> {
+    const stack = await this.ensureStack(ref);
+    return stack.getConfig(key).then((v) => v.value, () => undefined);
+  }
+
+  async up(ref: OrderRef, opts: RunOptions = {}): Promise<UpResult> {
+    const stack = await this.ensureStack(ref);
+    return this.perStack.run(stack.name, async () => {
+      const t0 = Date.now();
+      const r = await stack.up({
+        message: opts.message ? oneLine(opts.message) : undefined, onOutput: opts.onOutput, signal: opts.signal,
+        parallel: this.parallelism, color: "never",
+      });
+      const outputs: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(r.outputs)) outputs[k] = v.secret ? "[secret]" : (v.value as unknown);
+      return { summary: r.summary.result, changes: changeCounts(r.summary.resourceChanges), durationMs: Date.now() - t0, outputs };
+    });
+  }
+
+  /** The changes `up` would make, as a readable diff. Takes no lock and writes no state. */
+  async preview(ref: OrderRef, opts: { onOutput?: (chunk: string) => void; signal?: AbortSignal } = {}): Promise<PreviewResult> {
+    const stack = await this.ensureStack(ref);
+    const r = await stack.preview({ diff: true, color: "never", onOutput: opts.onOutput, signal: opts.signal, parallel: this.parallelism });
+    return { changeSummary: r.changeSummary, stdout: r.stdout };
+  }
+
+  async refresh(ref: OrderRef, opts: RunOptions = {}): Promise<OperationResult> {
+    const stack = await this.ensureStack(ref);
+    return this.perStack.run(stack.name, async () => {
+      const t0 = Date.now();
+      const r = await stack.refresh({
+        message: opts.message ? oneLine(opts.message) : undefined, onOutput: opts.onOutput, signal: opts.signal,
+        parallel: this.parallelism, color: "never",
+      });
+      return { summary: r.summary.result, changes: changeCounts(r.summary.resourceChanges), durationMs: Date.now() - t0 };
+    });
+  }
+
+  async destroy(ref: OrderRef, opts: RunOptions = {}): Promise<OperationResult> {
+    const stack = await this.ensureStack(ref);
+    return this.perStack.run(stack.name, async () => {
+      const t0 = Date.now();
+      const r = await stack.destroy({
+        message: opts.message ? oneLine(opts.message) : undefined, onOutput: opts.onOutput, signal: opts.signal,
+        parallel: this.parallelism, color: "never",
+      });
+      return { summary: r.summary.result, changes: changeCounts(r.summary.resourceChanges), durationMs: Date.now() - t0 };
+    });
+  }
+
+  /** Every update of the stack, newest first, numbered 1..n from the oldest. */
+  async history(ref: OrderRef): Promise<HistoryEntry[]> {
+    const stack = await this.ensureStack(ref);
+    const all: Awaited<ReturnType<Stack["history"]>> = [];
+    // The CLI pages history 10 at a time unless told otherwise: walk every page.
+    for (let page = 1; ; page++) {
+      const batch = await stack.history(HISTORY_PAGE, page, false);
+      all.push(...batch);
+      if (batch.length < HISTORY_PAGE) break;
+    }
+    return all.map((h, i) => ({
+      number: all.length - i,
+      version: all.length - i,
+      kind: h.kind,
+      result: h.result,
+      message: h.message,
+      startTime: h.startTime,
+      endTime: h.endTime,
+      resourceChanges: h.resourceChanges ?? {},
+      config: Object.fromEntries(Object.entries(h.config ?? {}).map(([k, v]) => [k, { value: String(v.value), secret: v.secret === true }])),
+    }));
+  }
+
+  async exportStack(ref: OrderRef): Promise<StackState> {
+    const stack = await this.ensureStack(ref);
+    const d = await stack.exportStack();
+    return { version: d.version, deployment: d.deployment as unknown };
+  }
+
+  /** Replaces the stack's latest state (takes the stack lock). */
+  async importStack(ref: OrderRef, state: StackState): Promise<void> {
+    const stack = await this.ensureStack(ref);
+    await this.perStack.run(stack.name, () => stack.importStack({ version: state.version, deployment: state.deployment }));
+  }
+
+  /**
+   * Makes a stack usable after its runner died: deletes stale lock files (file backend only; live
+   * locks are reported in `locks.held` and left alone) and clears pending operations. Safe to call
+   * before every run; it does nothing when nothing is wrong. See locks.ts for why this never
+   * duplicates a BareMetalInstance.
+   */
+  async recover(ref: OrderRef, policy: StaleLockPolicy = {}): Promise<RecoveryReport> {
+    const stack = await this.ensureStack(ref);
+    return this.perStack.run(stack.name, async () => {
+      const stateDir = stateDirOf(this.backendUrl);
+      const locks = stateDir ? clearStaleLocks(stateDir, this.projectName, stack.name, policy) : undefined;
+      if (locks && locks.held.length > 0) return { locks, pendingCleared: [] };
+      const pendingCleared = await resolvePendingOperations(stack);
+      return { locks, pendingCleared };
+    });
+  }
+
+  /** Deletes the stack and its config file; refuses while it has resources unless `force`. */
+  async removeStack(ref: OrderRef, opts: { force?: boolean } = {}): Promise<void> {
+    const name = this.stackName(ref);
+    await this.perStack.run(name, async () => {
+      const ws = await this.ws();
+      await this.selection.run("select", () => ws.removeStack(name, { force: opts.force }));
+      this.stacks.delete(name);
+    });
+  }
+
+  /** The environment every pulumi process gets (for admins' instructions and diagnostics). */
+  pulumiEnvironment(): Record<string, string> {
+    return { ...this.env };
+  }
+
+  private pulumiCommand(): Promise<PulumiCommand> {
+    this.command ??= PulumiCommand.get({ root: this.tc.pulumiRoot });
+    return this.command;
+  }
+
+  private async wsOptions() {
+    return { pulumiCommand: await this.pulumiCommand(), pulumiHome: this.tc.pulumiHome, envVars: this.env };
+  }
+
+  private ws(): Promise<LocalWorkspace> {
+    this.workspace ??= this.wsOptions().then((o) => LocalWorkspace.create({ workDir: this.workDir, ...o }));
+    return this.workspace;
+  }
+}
+
+/**
+ * Makes workDir a Pulumi project whose program is in programDir and returns the project name.
+ * When they are the same directory the on-disk project is used as is.
+ */
+function prepareWorkDir(programDir: string, workDir: string): string {
+  const source = fs.readFileSync(path.join(programDir, "Pulumi.yaml"), "utf8");
+  const name = /^name:\s*(\S+)\s*$/m.exec(source)?.[1];
+  if (!name) throw new Error(`${programDir}/Pulumi.yaml has no project name`);
+  if (workDir !== programDir) {
+    fs.mkdirSync(workDir, { recursive: true });
+    const withoutMain = source.split("\n").filter((l) => !/^main:/.test(l)).join("\n").trimEnd();
+    const text = `${withoutMain}\n# Generated by the reconciler: the program is the on-disk project at main.\nmain: ${programDir}\n`;
+    const target = path.join(workDir, "Pulumi.yaml");
+    if (!fs.existsSync(target) || fs.readFileSync(target, "utf8") !== text) fs.writeFileSync(target, text);
+  }
+  return name;
+}

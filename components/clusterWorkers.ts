@@ -1,0 +1,74 @@
+// Everything one ClusterOrder's stack manages: the InfraEnv (through @pulumi/kubernetes, owned by the
+// ClusterOrder so GC removes it with the order), the NodePool replicas (a server-side-apply patch that
+// owns only spec.replicas), and one BareMetalWorker per live slot.
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { FIELD_MANAGER } from "../planner/names";
+import type { Plan } from "../planner/types";
+import type { FulfillmentConnection } from "../providers/bareMetalInstance";
+import { BareMetalWorker } from "./bareMetalWorker";
+
+export interface ClusterWorkersArgs {
+  plan: Pick<Plan, "infraEnv" | "nodePoolReplicas" | "workers">;
+  namespace: string;
+  orderUid: string;
+  fulfillment: FulfillmentConnection;
+  /** Path of the kubeconfig (a path, not its content, so no token is stored in state). */
+  kubeconfigPath: string;
+}
+
+export class ClusterWorkers extends pulumi.ComponentResource {
+  readonly workers: BareMetalWorker[] = [];
+
+  constructor(name: string, args: ClusterWorkersArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("baremetal-workers:index:ClusterWorkers", name, {}, opts);
+    const provider = new k8s.Provider(`${name}-hub`, {
+      kubeconfig: args.kubeconfigPath,
+      namespace: args.namespace,
+      enableServerSideApply: true,
+    }, { parent: this });
+    const { plan } = args;
+
+    if (plan.infraEnv) {
+      const ie = plan.infraEnv;
+      new k8s.apiextensions.CustomResource(`${name}-infraenv`, {
+        apiVersion: "agent-install.openshift.io/v1beta1",
+        kind: "InfraEnv",
+        metadata: {
+          name: ie.name,
+          namespace: ie.namespace,
+          ownerReferences: [{ ...ie.owner, blockOwnerDeletion: false, controller: true }],
+          annotations: { "pulumi.com/patchFieldManager": FIELD_MANAGER },
+        },
+        // Late binding: no clusterRef; Agents register unbound and are bound one by one.
+        spec: {
+          pullSecretRef: { name: ie.pullSecretName },
+          ...(ie.sshAuthorizedKey ? { sshAuthorizedKey: ie.sshAuthorizedKey } : {}),
+        },
+      }, { parent: this, provider, deleteBeforeReplace: true });
+    }
+
+    for (const [nodePool, replicas] of Object.entries(plan.nodePoolReplicas).sort(([a], [b]) => a.localeCompare(b))) {
+      new k8s.apiextensions.CustomResourcePatch(`${name}-nodepool-${nodePool}`, {
+        apiVersion: "hypershift.openshift.io/v1beta1",
+        kind: "NodePool",
+        metadata: {
+          name: nodePool,
+          namespace: args.namespace,
+          annotations: { "pulumi.com/patchForce": "true", "pulumi.com/patchFieldManager": FIELD_MANAGER },
+        },
+        spec: { replicas },
+      }, { parent: this, provider });
+    }
+
+    for (const worker of plan.workers) {
+      this.workers.push(new BareMetalWorker(worker.slot, {
+        worker,
+        fulfillment: args.fulfillment,
+        kubeconfigPath: args.kubeconfigPath,
+        orderUid: args.orderUid,
+      }, { parent: this }));
+    }
+    this.registerOutputs({ workers: plan.workers.map((w) => w.slot) });
+  }
+}

@@ -1,0 +1,103 @@
+// Planner timings and limits: the design's defaults (OSAC-2135 §4.1, §4.3) and their overrides from
+// the environment. A bad override is a configuration error and must stop the program at start-up,
+// so parsing throws with the variable's name instead of silently falling back to a default.
+import type { PlannerConfig } from "./types";
+
+const MIN = 60_000;
+
+/** The design's defaults. */
+export function defaultPlannerConfig(): PlannerConfig {
+  return {
+    agentRegistrationTimeoutMs: 30 * MIN,
+    agentUnbindingTimeoutMs: 30 * MIN,
+    minHealthyDurationMs: 60 * MIN,
+    transientBackoffMs: [30_000, 60_000, 120_000],
+    transientCapMs: 5 * MIN,
+    resourceBackoffMs: [5 * MIN, 15 * MIN, 30 * MIN],
+    resourceCapMs: 30 * MIN,
+    agentTimeoutBackoffMs: [5 * MIN, 15 * MIN, 30 * MIN],
+    agentTimeoutCapMs: 30 * MIN,
+    ignitionPollMs: 30_000,
+    unavailableRequeueMs: 5 * MIN,
+    unavailableThreshold: 3,
+    ignitionWarnBytes: 48 * 1024,
+    ignitionMaxBytes: 64 * 1024,
+    maxWorkersPerNodeSet: 100,
+  };
+}
+
+/** The service's hard limit on BMI user_data (bareMetalInstanceUserDataMaxBytes). */
+export const USER_DATA_HARD_LIMIT_BYTES = 65_536;
+
+type NumberKey = {
+  [K in keyof PlannerConfig]: PlannerConfig[K] extends number ? K : never;
+}[keyof PlannerConfig];
+type ListKey = {
+  [K in keyof PlannerConfig]: PlannerConfig[K] extends number[] ? K : never;
+}[keyof PlannerConfig];
+
+/** Environment variable → config field; every duration and limit can be overridden. */
+export const PLANNER_ENV_NUMBERS: Readonly<Record<string, NumberKey>> = {
+  BMW_AGENT_REGISTRATION_TIMEOUT_MS: "agentRegistrationTimeoutMs",
+  BMW_AGENT_UNBINDING_TIMEOUT_MS: "agentUnbindingTimeoutMs",
+  BMW_MIN_HEALTHY_DURATION_MS: "minHealthyDurationMs",
+  BMW_TRANSIENT_BACKOFF_CAP_MS: "transientCapMs",
+  BMW_RESOURCE_BACKOFF_CAP_MS: "resourceCapMs",
+  BMW_AGENT_TIMEOUT_BACKOFF_CAP_MS: "agentTimeoutCapMs",
+  BMW_IGNITION_POLL_MS: "ignitionPollMs",
+  BMW_UNAVAILABLE_REQUEUE_MS: "unavailableRequeueMs",
+  BMW_UNAVAILABLE_THRESHOLD: "unavailableThreshold",
+  BMW_IGNITION_WARN_BYTES: "ignitionWarnBytes",
+  BMW_IGNITION_MAX_BYTES: "ignitionMaxBytes",
+  BMW_MAX_WORKERS_PER_NODE_SET: "maxWorkersPerNodeSet",
+};
+
+export const PLANNER_ENV_LISTS: Readonly<Record<string, ListKey>> = {
+  BMW_TRANSIENT_BACKOFF_MS: "transientBackoffMs",
+  BMW_RESOURCE_BACKOFF_MS: "resourceBackoffMs",
+  BMW_AGENT_TIMEOUT_BACKOFF_MS: "agentTimeoutBackoffMs",
+};
+
+function parseNonNegativeInt(variable: string, raw: string): number {
+  const text = raw.trim();
+  if (!/^\d+$/.test(text)) {
+    throw new Error(`${variable}=${JSON.stringify(raw)} is not a non-negative integer`);
+  }
+  const value = Number(text);
+  if (!Number.isSafeInteger(value)) throw new Error(`${variable}=${JSON.stringify(raw)} is too large`);
+  return value;
+}
+
+function parsePositiveInt(variable: string, raw: string): number {
+  const value = parseNonNegativeInt(variable, raw);
+  if (value === 0) throw new Error(`${variable}=${JSON.stringify(raw)} must be greater than 0`);
+  return value;
+}
+
+function parseList(variable: string, raw: string): number[] {
+  const parts = raw.split(",").map((p) => p.trim());
+  if (parts.length === 0 || parts.some((p) => p === "")) {
+    throw new Error(`${variable}=${JSON.stringify(raw)} must be a comma-separated list of milliseconds, e.g. "30000,60000,120000"`);
+  }
+  return parts.map((p) => parsePositiveInt(variable, p));
+}
+
+/** The defaults with every BMW_* override applied; throws a message naming the bad variable. */
+export function plannerConfigFromEnv(env: NodeJS.ProcessEnv): PlannerConfig {
+  const config = defaultPlannerConfig();
+  for (const [variable, field] of Object.entries(PLANNER_ENV_NUMBERS)) {
+    const raw = env[variable];
+    if (raw !== undefined) config[field] = parsePositiveInt(variable, raw);
+  }
+  for (const [variable, field] of Object.entries(PLANNER_ENV_LISTS)) {
+    const raw = env[variable];
+    if (raw !== undefined) config[field] = parseList(variable, raw);
+  }
+  if (config.ignitionMaxBytes > USER_DATA_HARD_LIMIT_BYTES) {
+    throw new Error(`BMW_IGNITION_MAX_BYTES=${config.ignitionMaxBytes} exceeds the service's user_data limit of ${USER_DATA_HARD_LIMIT_BYTES} bytes`);
+  }
+  if (config.ignitionWarnBytes > config.ignitionMaxBytes) {
+    throw new Error(`BMW_IGNITION_WARN_BYTES=${config.ignitionWarnBytes} must not exceed BMW_IGNITION_MAX_BYTES=${config.ignitionMaxBytes}`);
+  }
+  return config;
+}

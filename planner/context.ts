@@ -1,0 +1,58 @@
+// The working state of one planning pass: inputs, the clock, and what the pass accumulates.
+import type { ClusterIdentity } from "./correlation";
+import type { Gates } from "./gates";
+import type { DesiredBinding, ObservedAgent, ObservedBmi, PlannedEvent, PlannerConfig, Snapshot, WorkerStatus } from "./types";
+import { toIso } from "./time";
+import { clusterIdentity } from "./correlation";
+
+export interface PlanContext {
+  snapshot: Snapshot;
+  config: PlannerConfig;
+  nowMs: number;
+  nowIso: string;
+  gates: Gates;
+  identity: ClusterIdentity;
+  /** False while a stale-ignition switch is being recorded (no create may use either ignition). */
+  createsAllowed: boolean;
+  events: PlannedEvent[];
+  /** Instants (ms) at which something becomes due; the plan requeues at the earliest. */
+  deadlines: number[];
+  /** Messages for the AgentMatchAmbiguous condition. */
+  ambiguities: string[];
+}
+
+/** One status entry on its way through the pass. */
+export interface Work {
+  /** The entry as persisted (never mutated). */
+  prev: WorkerStatus;
+  /** The next entry. */
+  entry: WorkerStatus;
+  bmi?: ObservedBmi;
+  /** This slot's Agent, by label or by a unique MAC match. */
+  agent?: ObservedAgent;
+  binding?: DesiredBinding;
+  /** A bound worker whose Agent could not be identified because inventories are unreadable. */
+  retainBinding?: boolean;
+  /** Remove the entry; `deletedEvent` emits WorkerDeleted. */
+  drop?: { deletedEvent: boolean };
+  /** A new slot or incarnation fenced by this pass. */
+  fenced?: boolean;
+}
+
+export function newContext(snapshot: Snapshot, gates: Gates, createsAllowed: boolean): PlanContext {
+  const nowMs = snapshot.now.getTime();
+  return {
+    snapshot, config: snapshot.config, nowMs, nowIso: toIso(nowMs), gates,
+    identity: clusterIdentity(snapshot.order, snapshot.clusterDeployment),
+    createsAllowed, events: [], deadlines: [], ambiguities: [],
+  };
+}
+
+export function cloneEntry(entry: WorkerStatus): WorkerStatus {
+  return { ...entry, ...(entry.bareMetalInstance ? { bareMetalInstance: { ...entry.bareMetalInstance } } : {}) };
+}
+
+/** The entry has an incarnation that may exist on the service (a Create was attempted or an id is known). */
+export function hasIncarnation(entry: WorkerStatus): boolean {
+  return Boolean(entry.bareMetalInstance?.id) || (entry.bmiCreateState === "Attempted" && Boolean(entry.bareMetalInstance?.name));
+}

@@ -1,0 +1,34 @@
+// A stable hash of what `up` would declare. The loop skips `pulumi up` when it is unchanged. Secret
+// content (ignition) enters only as its sha256; an adopted BMI contributes its identity only, because
+// its create-only inputs are ignored for an existing BMI.
+import * as crypto from "node:crypto";
+import type { DesiredWorker, Plan } from "./types";
+
+export function sha256(text: string): string {
+  return crypto.createHash("sha256").update(text).digest("hex");
+}
+
+/** JSON with object keys sorted at every level, so equal values hash equally. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function workerShape(w: DesiredWorker): unknown {
+  const { userData, ...inputs } = w.bmi;
+  const bmi = w.bmi.adoptId ? { name: w.bmi.name, adoptId: w.bmi.adoptId } : { ...inputs, userDataSha256: sha256(userData) };
+  return { slot: w.slot, nodeSet: w.nodeSet, bmi, binding: w.binding, requiresFence: w.requiresFence, retainBinding: w.retainBinding };
+}
+
+export function fingerprint(plan: Plan): string {
+  const workers = [...plan.workers].sort((a, b) => a.slot.localeCompare(b.slot)).map(workerShape);
+  return sha256(canonicalJson({
+    paused: plan.paused?.reason, infraEnv: plan.infraEnv, nodePoolReplicas: plan.nodePoolReplicas, workers,
+  }));
+}

@@ -1,0 +1,273 @@
+// plan(snapshot): the whole decision for one ClusterOrder, pure and deterministic given the snapshot
+// (clock = snapshot.now, names = snapshot.newName()). Three modes: deletion (never paused), paused
+// (Unmanaged, or the live BMIs are unknown: nothing is created or deleted), and managed.
+import {
+  COND_AGENT_MATCH_AMBIGUOUS, COND_FULFILLMENT_UNAVAILABLE, COND_MANAGED, COND_NODEPOOL_UNMAPPED, COND_WORKERS_FAILED,
+  cond, mergeConditions, type ConditionInput,
+} from "./conditions";
+import { hasIncarnation, newContext, type PlanContext, type Work } from "./context";
+import { desiredBinding, desiredBmi, desiredInfraEnv } from "./desired";
+import {
+  dedupeEvents, EV_IGNITION_SIZE_WARNING, EV_INFRAENV_CREATED, EV_WORKER_DELETED, orderEvent,
+} from "./events";
+import { evaluateGates, type Gates } from "./gates";
+import { labelledAgent } from "./correlation";
+import { formatDuration, observeEntries } from "./lifecycle";
+import { isDeleting, isUnmanaged } from "./management";
+import { infraEnvName } from "./names";
+import { mapNodePools } from "./nodepools";
+import { ACTIVE_PHASES, BOUND_PHASES, moveTo } from "./phases";
+import { createInputsKnown, scale } from "./scaling";
+import { countWorkers, desiredWorkers, orderPhase } from "./status";
+import { toIso } from "./time";
+import type { DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerStatus } from "./types";
+
+/** The floor of a computed requeue: never sooner than a second from now. */
+export const MIN_REQUEUE_MS = 1_000;
+
+function previousEntries(snapshot: Snapshot): WorkerStatus[] {
+  return (snapshot.order.status?.workers ?? []).filter((w) => w.kind === "BareMetalInstance");
+}
+
+function requeueAt(nowMs: number, deadlines: readonly number[]): string | undefined {
+  if (deadlines.length === 0) return undefined;
+  return toIso(Math.max(nowMs + MIN_REQUEUE_MS, Math.min(...deadlines)));
+}
+
+function fulfillmentCondition(snapshot: Snapshot): ConditionInput {
+  const { fulfillmentErrors } = snapshot;
+  const { unavailableThreshold, unavailableRequeueMs } = snapshot.config;
+  return fulfillmentErrors >= unavailableThreshold
+    ? cond(COND_FULFILLMENT_UNAVAILABLE, "True", "FulfillmentServiceUnavailable",
+      `${fulfillmentErrors} consecutive fulfillment-service calls failed; retrying every ${formatDuration(unavailableRequeueMs)}`)
+    : cond(COND_FULFILLMENT_UNAVAILABLE, "False", "FulfillmentServiceAvailable", "the fulfillment-service answers");
+}
+
+/** Requeue while the BMI list is unknown: the unavailable interval once the threshold is reached. */
+function unknownRequeueMs(snapshot: Snapshot): number {
+  const { config, fulfillmentErrors } = snapshot;
+  return fulfillmentErrors >= config.unavailableThreshold ? config.unavailableRequeueMs : config.transientBackoffMs[0] ?? config.ignitionPollMs;
+}
+
+function workersFailedCondition(workers: readonly WorkerStatus[], desired: number): ConditionInput {
+  const failed = workers.filter((w) => w.phase === "Failed").sort((a, b) => a.name.localeCompare(b.name));
+  if (failed.length === 0) return cond(COND_WORKERS_FAILED, "False", "NoFailures", "no bare-metal worker is failed");
+  const details = failed.map((w) =>
+    `worker ${w.name} attempt ${w.attemptCount ?? 0}, ${w.nextRetryTime ? `next retry ${w.nextRetryTime}` : "being removed"}`);
+  return cond(COND_WORKERS_FAILED, "True", "ProvisioningFailed",
+    `${failed.length} of ${Math.max(desired, failed.length)} bare-metal workers failed provisioning, retrying: ${details.join("; ")}`);
+}
+
+function findObserved(entry: WorkerStatus, bmis: readonly ObservedBmi[]): ObservedBmi | undefined {
+  const id = entry.bareMetalInstance?.id;
+  if (id) return bmis.find((b) => b.id === id);
+  const name = entry.bareMetalInstance?.name;
+  return name ? bmis.find((b) => b.name === name) : undefined;
+}
+
+/** Cluster deletion: nothing is declared (every BMI goes), entries leave once their BMI is gone. */
+function planDeletion(snapshot: Snapshot): Plan {
+  const nowMs = snapshot.now.getTime();
+  const nowIso = toIso(nowMs);
+  const events: PlannedEvent[] = [];
+  const deadlines: number[] = [];
+  const workers: WorkerStatus[] = [];
+  for (const prev of previousEntries(snapshot)) {
+    const entry: WorkerStatus = { ...prev };
+    if (snapshot.bmis !== undefined && !findObserved(prev, snapshot.bmis)) {
+      if (hasIncarnation(prev)) {
+        events.push(orderEvent(EV_WORKER_DELETED, [prev.name, prev.bareMetalInstance?.name ?? ""],
+          `worker ${prev.name}: BareMetalInstance ${prev.bareMetalInstance?.name ?? "?"} deleted with the cluster`));
+      }
+      continue;
+    }
+    if (entry.phase !== "Deleting") {
+      moveTo(entry, "Deleting", "clusterDeletion");
+      entry.attemptStartedAt = nowIso;
+    }
+    workers.push(entry);
+  }
+  if (snapshot.bmis === undefined) deadlines.push(nowMs + unknownRequeueMs(snapshot));
+  else if (workers.length > 0) deadlines.push(nowMs + snapshot.config.ignitionPollMs);
+  const conditions = mergeConditions(snapshot.order.status?.conditions, [fulfillmentCondition(snapshot)], nowIso, snapshot.order.metadata.generation);
+  const c = countWorkers(workers);
+  return {
+    nodePoolReplicas: {},
+    workers: [],
+    status: {
+      workers, desiredWorkers: desiredWorkers(snapshot.order.spec.nodeRequests), currentWorkers: c.current, readyWorkers: c.ready,
+      conditions, phase: "Deleting",
+    },
+    fence: [],
+    events,
+    requeueAt: requeueAt(nowMs, deadlines),
+  };
+}
+
+/** The declarations of the entries as they are (paused plans: `up` must not delete anything). */
+function existingDeclarations(snapshot: Snapshot, gates: Gates, entries: readonly WorkerStatus[]): DesiredWorker[] {
+  const out: DesiredWorker[] = [];
+  for (const e of entries) {
+    if (!ACTIVE_PHASES.has(e.phase) || !hasIncarnation(e)) continue;
+    if (!e.bareMetalInstance?.id && !gates.inputs) continue; // a create without its inputs is never declared
+    const worker: DesiredWorker = { slot: e.name, nodeSet: e.nodeSet, bmi: desiredBmi(snapshot, e, gates.inputs) };
+    if (BOUND_PHASES.has(e.phase)) {
+      const agent = labelledAgent(snapshot.agents, snapshot.order, e.name, undefined);
+      const binding = agent ? desiredBinding(snapshot, e, agent) : undefined;
+      if (binding) worker.binding = binding;
+      else worker.retainBinding = true;
+    }
+    out.push(worker);
+  }
+  return out;
+}
+
+function planPaused(snapshot: Snapshot, paused: { reason: string; message: string }, conditions: ConditionInput[], requeueMs?: number): Plan {
+  const nowMs = snapshot.now.getTime();
+  const gates = evaluateGates(snapshot);
+  const workers = previousEntries(snapshot);
+  const desired = desiredWorkers(snapshot.order.spec.nodeRequests);
+  const c = countWorkers(workers);
+  return {
+    paused,
+    infraEnv: desiredInfraEnv(snapshot.order),
+    nodePoolReplicas: {},
+    workers: existingDeclarations(snapshot, gates, workers),
+    status: {
+      workers, desiredWorkers: desired, currentWorkers: c.current, readyWorkers: c.ready,
+      conditions: mergeConditions(snapshot.order.status?.conditions, conditions, toIso(nowMs), snapshot.order.metadata.generation),
+      phase: snapshot.order.status?.phase ?? orderPhase(false, desired, workers),
+    },
+    fence: [],
+    events: [],
+    requeueAt: requeueMs === undefined ? undefined : requeueAt(nowMs, [nowMs + requeueMs]),
+  };
+}
+
+/**
+ * A worker leaving the declared set (Failed, Unbinding, Deleting) keeps its declaration for the pass
+ * that decides it: the BMI (and the retry history) goes only after the new phase is persisted.
+ */
+function heldByTransition(w: Work): boolean {
+  return ACTIVE_PHASES.has(w.prev.phase) && !ACTIVE_PHASES.has(w.entry.phase) && w.bmi !== undefined && hasIncarnation(w.prev);
+}
+
+function declare(ctx: PlanContext, works: readonly Work[]): { workers: DesiredWorker[]; held: number } {
+  const workers: DesiredWorker[] = [];
+  let held = 0;
+  for (const w of works) {
+    if (w.drop) continue;
+    const e = w.entry;
+    const hold = heldByTransition(w);
+    let declared = hold;
+    if (ACTIVE_PHASES.has(e.phase)) {
+      declared = Boolean(w.fenced || e.bareMetalInstance?.id ||
+        (e.bmiCreateState === "Attempted" && e.bareMetalInstance?.name && createInputsKnown(ctx, e)));
+      if (!declared && hasIncarnation(e)) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+    }
+    if (!declared) continue;
+    if (hold) held++;
+    const source = hold ? w.prev : e;
+    const worker: DesiredWorker = { slot: e.name, nodeSet: e.nodeSet, bmi: desiredBmi(ctx.snapshot, source, ctx.gates.inputs) };
+    if (w.fenced) worker.requiresFence = true;
+    const bound = BOUND_PHASES.has(e.phase) || (hold && BOUND_PHASES.has(w.prev.phase)) || (hold && e.phase === "Unbinding");
+    if (bound && w.agent) {
+      const binding = desiredBinding(ctx.snapshot, e, w.agent);
+      if (binding) worker.binding = binding;
+    } else if (bound && w.retainBinding) {
+      worker.retainBinding = true;
+    }
+    workers.push(worker);
+  }
+  return { workers, held };
+}
+
+function nodeSetsWithoutRequest(gates: Gates, works: readonly Work[]): string[] {
+  return [...new Set(works.filter((w) => !w.drop && !gates.nodeSets.has(w.entry.nodeSet)).map((w) => w.entry.nodeSet))].sort();
+}
+
+function planManaged(snapshot: Snapshot): Plan {
+  const gates = evaluateGates(snapshot);
+  const stale = Boolean(snapshot.infraEnv?.uid && snapshot.recordedInfraEnvUid && snapshot.infraEnv.uid !== snapshot.recordedInfraEnvUid);
+  const ctx = newContext(snapshot, gates, !stale);
+  const works = observeEntries(ctx, previousEntries(snapshot));
+  const scaled = scale(ctx, works);
+  const all = [...works, ...scaled.created];
+  const { workers, held } = declare(ctx, all);
+
+  for (const w of all) {
+    if (w.drop?.deletedEvent) {
+      ctx.events.push(orderEvent(EV_WORKER_DELETED, [w.entry.name, w.entry.bareMetalInstance?.name ?? ""],
+        `worker ${w.entry.name}: BareMetalInstance ${w.entry.bareMetalInstance?.name ?? "?"} deleted`));
+    }
+  }
+  const fence = all.filter((w) => w.fenced).map((w) => w.entry);
+  if (!snapshot.infraEnv) {
+    ctx.events.unshift(orderEvent(EV_INFRAENV_CREATED, [infraEnvName(snapshot.order.metadata.name), snapshot.recordedInfraEnvUid ?? "initial"],
+      `InfraEnv ${infraEnvName(snapshot.order.metadata.name)} created (late binding, no clusterRef)`));
+  }
+  const inputs = gates.inputs;
+  if (fence.length > 0 && inputs && inputs.ignitionBytes > ctx.config.ignitionWarnBytes) {
+    ctx.events.push(orderEvent(EV_IGNITION_SIZE_WARNING, [snapshot.infraEnv?.uid ?? "", String(inputs.ignitionBytes)],
+      `the discovery ignition is ${inputs.ignitionBytes} bytes, above the ${ctx.config.ignitionWarnBytes}-byte warning level ` +
+      `(limit ${ctx.config.ignitionMaxBytes} bytes)`));
+  }
+
+  const statusWorkers = all.filter((w) => !w.drop).map((w) => w.entry);
+  const desired = desiredWorkers(snapshot.order.spec.nodeRequests);
+  const counts = countWorkers(statusWorkers);
+  const pools = mapNodePools(snapshot.nodePools, gates.nodeSets, nodeSetsWithoutRequest(gates, all));
+  const conditions: ConditionInput[] = [
+    workersFailedCondition(statusWorkers, desired),
+    ...gates.conditions,
+    fulfillmentCondition(snapshot),
+    ctx.ambiguities.length > 0
+      ? cond(COND_AGENT_MATCH_AMBIGUOUS, "True", "AmbiguousAgentMatch", `${ctx.ambiguities.join("; ")}; nothing is bound until the match is unique`)
+      : cond(COND_AGENT_MATCH_AMBIGUOUS, "False", "NoAmbiguity", "every correlated Agent matched uniquely"),
+    pools.problems.length > 0
+      ? cond(COND_NODEPOOL_UNMAPPED, "True", "NodePoolUnmapped", pools.problems.join("; "))
+      : cond(COND_NODEPOOL_UNMAPPED, "False", "NodePoolsMapped", "every bare-metal node set has its NodePool"),
+    cond(COND_MANAGED, "True", "Managed", "the bare-metal workers of this order are managed"),
+  ];
+
+  if (gates.pollIgnition || stale) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+  // BMIs are not watched: poll while anything is in flight; come back at once after a transition whose
+  // deletion waits for the new phase to be persisted.
+  if (statusWorkers.some((e) => e.phase !== "Ready" && e.phase !== "Failed")) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+  if (held > 0 || stale) ctx.deadlines.push(ctx.nowMs);
+
+  return {
+    infraEnv: desiredInfraEnv(snapshot.order),
+    nodePoolReplicas: pools.replicas,
+    workers,
+    status: {
+      workers: statusWorkers,
+      desiredWorkers: desired,
+      currentWorkers: counts.current,
+      readyWorkers: counts.ready,
+      conditions: mergeConditions(snapshot.order.status?.conditions, conditions, ctx.nowIso, snapshot.order.metadata.generation),
+      phase: orderPhase(false, desired, statusWorkers),
+    },
+    fence,
+    events: dedupeEvents(ctx.events),
+    requeueAt: requeueAt(ctx.nowMs, ctx.deadlines),
+  };
+}
+
+export const UNKNOWN_BMIS_MESSAGE =
+  "the live BareMetalInstances are unknown (the fulfillment-service could not be listed); nothing is created or deleted until they can be listed";
+
+export function plan(snapshot: Snapshot): Plan {
+  const order = snapshot.order;
+  if (isDeleting(order)) return planDeletion(snapshot);
+  if (isUnmanaged(order)) {
+    return planPaused(snapshot,
+      { reason: "Unmanaged", message: "the order is annotated osac.openshift.io/management-state=Unmanaged; workers are left as they are" },
+      [cond(COND_MANAGED, "False", "Unmanaged", "osac.openshift.io/management-state is Unmanaged: steady-state reconcile is skipped; deletion still runs")]);
+  }
+  if (snapshot.bmis === undefined) {
+    return planPaused(snapshot, { reason: "FulfillmentServiceUnknown", message: UNKNOWN_BMIS_MESSAGE },
+      [fulfillmentCondition(snapshot)], unknownRequeueMs(snapshot));
+  }
+  return planManaged(snapshot);
+}

@@ -1,0 +1,264 @@
+// The planner's contract: a snapshot of everything observed about one ClusterOrder plus a clock in,
+// a plan (desired Pulumi resources, next status, events) out. No I/O crosses this boundary: the
+// observers in automation/ build a Snapshot, the program in index.ts declares what Plan asks for.
+
+/** Phases of a worker slot (OSAC-2135 §3.1). */
+export type WorkerPhase =
+  | "Provisioning" | "WaitingForAgent" | "Binding" | "Ready" | "Failed" | "Unbinding" | "Deleting";
+
+export type BmiCreateState = "Reserved" | "Attempted";
+
+/** One element of ClusterOrder.status.workers[] (clusterorder-crd.md, WorkerStatus). Dates are RFC 3339. */
+export interface WorkerStatus {
+  name: string;
+  nodeSet: string;
+  instanceType?: string;
+  kind: "BareMetalInstance";
+  bareMetalInstance?: { name: string; id?: string };
+  bmiCreateState?: BmiCreateState;
+  phase: WorkerPhase;
+  attemptCount?: number;
+  attemptStartedAt?: string;
+  creationTimestamp?: string;
+  readySince?: string;
+  lastFailureReason?: string;
+  lastFailureMessage?: string;
+  lastFailureTime?: string;
+  nextRetryTime?: string;
+}
+
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  reason: string;
+  message: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface NodeRequest {
+  nodeSet: string;
+  numberOfNodes: number;
+  bareMetal?: { instanceType: string };
+  fabricInterface?: string;
+}
+
+/** The parts of a ClusterOrder the planner reads (unstructured on the wire, typed here). */
+export interface ClusterOrder {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    resourceVersion?: string;
+    generation?: number;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    finalizers?: string[];
+    deletionTimestamp?: string;
+  };
+  spec: {
+    templateID?: string;
+    pullSecret?: string;
+    sshPublicKey?: string;
+    networkAttachment?: { subnetRef: string; securityGroupRefs?: string[] };
+    /** OSAC-1589 plural form; index 0 is read when the singular is absent. */
+    networkAttachments?: { subnetRef: string; securityGroupRefs?: string[] }[];
+    nodeRequests?: NodeRequest[];
+  };
+  status?: {
+    phase?: string;
+    conditions?: Condition[];
+    clusterReference?: { namespace: string; hostedClusterName: string };
+    desiredWorkers?: number;
+    currentWorkers?: number;
+    readyWorkers?: number;
+    workers?: WorkerStatus[];
+  };
+}
+
+/** A BMI seen on the fulfillment-service (tenant system, label osac.openshift.io/cluster-order). */
+export interface ObservedBmi {
+  id: string;
+  name: string;
+  /** The service's state, e.g. BARE_METAL_INSTANCE_STATE_PROVISIONING|RUNNING|FAILED|DELETING, shortened to the word. */
+  state: "Provisioning" | "Running" | "Failed" | "Deleting" | "Unknown";
+  /** Set when the service soft-deleted it (deletion in progress). */
+  deleting: boolean;
+  /** Lower-cased MACs from status.hardware.nics[].mac (OSAC-3254). */
+  macs: string[];
+  /** The service's failure reason/message when state is Failed (e.g. HostSelectionFailed). */
+  failureReason?: string;
+  failureMessage?: string;
+  labels: Record<string, string>;
+}
+
+/** An Agent in the order's namespace (agent-install.openshift.io/v1beta1). */
+export interface ObservedAgent {
+  name: string;
+  namespace: string;
+  uid: string;
+  resourceVersion: string;
+  labels: Record<string, string>;
+  /** Lower-cased status.inventory.interfaces[].macAddress; undefined when the inventory is unreadable. */
+  macs?: string[];
+  clusterDeploymentName?: { name: string; namespace?: string };
+  approved: boolean;
+  /** status.debugInfo.state, e.g. known-unbound, binding, installing, added-to-existing-cluster,
+   *  unbinding-pending-user-action. */
+  state?: string;
+}
+
+export interface ObservedNodePool {
+  name: string;
+  namespace: string;
+  /** The node set this NodePool serves (label osac.openshift.io/node-set), if labelled. */
+  nodeSet?: string;
+  replicas: number;
+  statusReplicas: number;
+}
+
+export interface ObservedInfraEnv {
+  name: string;
+  uid: string;
+  /** status.bootArtifacts.discoveryIgnitionURL */
+  ignitionUrl?: string;
+}
+
+/** Result of fetching the discovery ignition (clients/ignition.ts). Content is a secret. */
+export type IgnitionFetch =
+  | { ok: true; content: string; bytes: number }
+  | { ok: false; reason: "NotHttps" | "Redirect" | "Timeout" | "TooLarge" | "NotJson" | "HttpError" | "Unreachable"; message: string };
+
+export interface InstanceTypeInfo {
+  name: string;
+  /** First network_ports[] entry with role == "fabric", if any. */
+  fabricPort?: string;
+}
+
+export type DiskImageResolution =
+  | { ok: true; id: string; name: string }
+  | { ok: false; reason: "ClusterVersionNotFound" | "NotLinked" | "DiskImageNotFound" | "Obsolete"; message: string };
+
+/** Every duration the lifecycle uses, in milliseconds; defaults are the design's (§4.3). */
+export interface PlannerConfig {
+  agentRegistrationTimeoutMs: number;
+  agentUnbindingTimeoutMs: number;
+  minHealthyDurationMs: number;
+  transientBackoffMs: number[];
+  transientCapMs: number;
+  resourceBackoffMs: number[];
+  resourceCapMs: number;
+  agentTimeoutBackoffMs: number[];
+  agentTimeoutCapMs: number;
+  ignitionPollMs: number;
+  unavailableRequeueMs: number;
+  /** Consecutive fulfillment errors before FulfillmentServiceUnavailable. */
+  unavailableThreshold: number;
+  ignitionWarnBytes: number;
+  ignitionMaxBytes: number;
+  /** Upper bound on numberOfNodes per node set (bad-input guard). */
+  maxWorkersPerNodeSet: number;
+}
+
+export interface Snapshot {
+  now: Date;
+  order: ClusterOrder;
+  /** Undefined when no InfraEnv owned by the order exists yet. */
+  infraEnv?: ObservedInfraEnv;
+  /** The last InfraEnv uid recorded (annotation osac.openshift.io/infraenv-uid), for stale-ignition detection. */
+  recordedInfraEnvUid?: string;
+  /** Present only when the program fetched it (an URL exists and a create is possible). */
+  ignition?: IgnitionFetch;
+  diskImage: DiskImageResolution;
+  instanceTypes: Record<string, InstanceTypeInfo>;
+  /** id of the system pass-through BareMetalInstanceCatalogItem. */
+  catalogItem: string;
+  /** Undefined when the fulfillment-service could not be listed this time (unknown, never "none"). */
+  bmis?: ObservedBmi[];
+  agents: ObservedAgent[];
+  nodePools: ObservedNodePool[];
+  clusterDeployment?: { name: string; namespace: string };
+  /** Consecutive fulfillment-service failures, including this observation's. */
+  fulfillmentErrors: number;
+  config: PlannerConfig;
+  /** Generates opaque names (slots and BMI incarnations); injected so tests are deterministic. */
+  newName: () => string;
+}
+
+export interface DesiredBmi {
+  /** The incarnation's BMI name (also the Pulumi resource name). */
+  name: string;
+  tenant: "system";
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  catalogItem: string;
+  instanceType: string;
+  diskImage: string;
+  /** The ignition, a secret. */
+  userData: string;
+  networkAttachment: { subnet: string; securityGroups: string[]; interface: string; primary: true };
+  /** A live BMI id to adopt instead of creating (restart / import). */
+  adoptId?: string;
+}
+
+export interface DesiredBinding {
+  agentName: string;
+  agentNamespace: string;
+  agentUid: string;
+  clusterDeploymentName: { name: string; namespace: string };
+  labels: Record<string, string>;
+}
+
+export interface DesiredWorker {
+  slot: string;
+  nodeSet: string;
+  bmi: DesiredBmi;
+  binding?: DesiredBinding;
+  /** A new slot or incarnation: declare it only if the fence (Attempted entry) was persisted first. */
+  requiresFence?: boolean;
+  /**
+   * A bound worker whose Agent could not be identified this time (unreadable inventories): keep the
+   * binding resource already in the stack as it is; never delete the Agent because of unknown state.
+   */
+  retainBinding?: boolean;
+}
+
+export interface DesiredInfraEnv {
+  name: string;
+  namespace: string;
+  pullSecretName: string;
+  sshAuthorizedKey?: string;
+  owner: { apiVersion: string; kind: string; name: string; uid: string };
+}
+
+export interface PlannedEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+  /** A stable key so the same event is not emitted twice for the same fact. */
+  key: string;
+}
+
+export interface Plan {
+  /** Nothing is declared or changed: why (Unmanaged, fulfillment unknown, ...). Status still flows. */
+  paused?: { reason: string; message: string };
+  infraEnv?: DesiredInfraEnv;
+  /** Target spec.replicas per NodePool name. */
+  nodePoolReplicas: Record<string, number>;
+  workers: DesiredWorker[];
+  status: {
+    workers: WorkerStatus[];
+    desiredWorkers: number;
+    currentWorkers: number;
+    readyWorkers: number;
+    conditions: Condition[];
+    phase?: string;
+  };
+  /** Status entries that must be persisted (conditionally) before `up` may create their BMIs. */
+  fence: WorkerStatus[];
+  events: PlannedEvent[];
+  /** When the loop should look again at the latest (backoff expiry, timeouts, polls). */
+  requeueAt?: string;
+}

@@ -1,0 +1,137 @@
+// The loop's scheduling rules, with a fake hub: debounce, one runner per order, the concurrency bound,
+// requeue times, error requeue, leader gating and watch-driven enqueue.
+import type { Kube } from "../../clients/kube";
+import type { OrderRef } from "../../automation/observe";
+import { ReconcileLoop } from "../../automation/loop";
+import type { ReconcileResult } from "../../automation/reconcile";
+import type { ClusterOrder } from "../../planner/types";
+
+type WatchHandler = (type: string, obj: unknown) => void;
+
+function fakeKube(orders: ClusterOrder[]): { kube: Kube; emit: (path: string, obj: unknown) => void } {
+  const handlers = new Map<string, WatchHandler>();
+  const kube = {
+    listClusterOrders: async () => orders,
+    watch: (path: string, _q: unknown, onEvent: WatchHandler) => {
+      handlers.set(path, onEvent);
+      return () => handlers.delete(path);
+    },
+  } as unknown as Kube;
+  return { kube, emit: (path, obj) => handlers.get(path)?.("MODIFIED", obj) };
+}
+
+const order = (ns: string, name: string, uid = `${ns}-${name}-uid`): ClusterOrder =>
+  ({ metadata: { namespace: ns, name, uid }, spec: {} });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const noLog = () => undefined;
+
+describe("ReconcileLoop", () => {
+  let loop: ReconcileLoop | undefined;
+  afterEach(() => loop?.stop());
+
+  it("reconciles every order on the timer tick and never runs one order twice at a time", async () => {
+    const active = new Map<string, number>();
+    let maxSame = 0;
+    let calls = 0;
+    const { kube } = fakeKube([order("a", "one"), order("a", "two")]);
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 50, debounceMs: 0, concurrency: 4,
+      reconcile: async (ref: OrderRef) => {
+        const k = `${ref.namespace}/${ref.name}`;
+        active.set(k, (active.get(k) ?? 0) + 1);
+        maxSame = Math.max(maxSame, active.get(k)!);
+        calls++;
+        await sleep(120); // longer than the tick: the next ticks find it running
+        active.set(k, active.get(k)! - 1);
+        return { action: "skipped" };
+      },
+    });
+    await loop.start();
+    await sleep(600);
+    loop.stop();
+    await loop.drain();
+    expect(calls).toBeGreaterThanOrEqual(4);
+    expect(maxSame).toBe(1);
+  });
+
+  it("bounds concurrency", async () => {
+    let running = 0;
+    let peak = 0;
+    const { kube } = fakeKube(Array.from({ length: 6 }, (_, i) => order("b", `o${i}`)));
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 10_000, concurrency: 2,
+      reconcile: async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await sleep(50);
+        running--;
+        return { action: "skipped" };
+      },
+    });
+    await loop.start();
+    await sleep(400);
+    expect(peak).toBe(2);
+  });
+
+  it("honours requeueAt and requeues failures after errorRequeueMs", async () => {
+    const times: Record<string, number[]> = { ok: [], bad: [] };
+    const t0 = Date.now();
+    const { kube } = fakeKube([order("c", "ok"), order("c", "bad")]);
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 60_000, errorRequeueMs: 150,
+      reconcile: async (ref): Promise<ReconcileResult> => {
+        times[ref.name].push(Date.now() - t0);
+        if (ref.name === "bad") throw new Error("boom");
+        return { action: "up", requeueAt: new Date(Date.now() + 1_200) };
+      },
+    });
+    await loop.start();
+    await sleep(1_600);
+    expect(times.ok.length).toBe(2);
+    expect(times.ok[1] - times.ok[0]).toBeGreaterThanOrEqual(1_100);
+    expect(times.bad.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it("idles while not the leader", async () => {
+    let leader = false;
+    let calls = 0;
+    const { kube } = fakeKube([order("d", "x")]);
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 60_000, isLeader: () => leader,
+      reconcile: async () => { calls++; return { action: "skipped" }; },
+    });
+    await loop.start();
+    await sleep(300);
+    expect(calls).toBe(0);
+    leader = true;
+    await sleep(1_300);
+    expect(calls).toBe(1);
+  });
+
+  it("maps watch events of Agents, NodePools and InfraEnvs to their order (debounced)", async () => {
+    const seen: string[] = [];
+    const { kube, emit } = fakeKube([order("e", "co1", "uid-1")]);
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 60_000, debounceMs: 100,
+      reconcile: async (ref) => { seen.push(`${ref.namespace}/${ref.name}`); return { action: "skipped" }; },
+    });
+    await loop.start();
+    await sleep(100);
+    seen.length = 0;
+    // Three events within the debounce window: one reconcile.
+    emit("/apis/agent-install.openshift.io/v1beta1/agents",
+      { metadata: { namespace: "e", name: "a1", labels: { "osac.openshift.io/cluster-order": "uid-1" } } });
+    emit("/apis/hypershift.openshift.io/v1beta1/nodepools",
+      { metadata: { namespace: "e", name: "np", labels: { "osac.openshift.io/clusterorder": "co1" } } });
+    emit("/apis/agent-install.openshift.io/v1beta1/infraenvs",
+      { metadata: { namespace: "e", name: "co1-infraenv", ownerReferences: [{ kind: "ClusterOrder", name: "co1" }] } });
+    await sleep(400);
+    expect(seen).toEqual(["e/co1"]);
+    // An unbound Agent of the order's InfraEnv maps through its InfraEnv label.
+    emit("/apis/agent-install.openshift.io/v1beta1/agents",
+      { metadata: { namespace: "e", name: "a2", labels: { "infraenvs.agent-install.openshift.io": "co1-infraenv" } } });
+    await sleep(300);
+    expect(seen).toEqual(["e/co1", "e/co1"]);
+  });
+});

@@ -1,0 +1,117 @@
+// The deploy/ ClusterRole, bound to a real ServiceAccount token in the test plane: it can do what the
+// reconciler does (status of ClusterOrders, Agents, InfraEnvs, NodePools, Events, its Lease) and
+// cannot list Secrets cluster-wide, delete Namespaces or write outside its grants.
+import * as k8s from "@kubernetes/client-node";
+import { Kube } from "../../clients/kube";
+import { LeaderElector } from "../../automation/leader";
+import { createTestNamespace, kubeConfig } from "../support/kube";
+import { loadReconcilerRbac, reconcilerServiceAccount, ReconcilerIdentity } from "../support/rbac";
+
+function code(e: unknown): number | undefined {
+  return (e as { code?: number }).code;
+}
+
+async function denied(p: Promise<unknown>): Promise<number | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (e) {
+    return code(e);
+  }
+}
+
+describe("deploy/reconciler.yaml RBAC", () => {
+  const admin = kubeConfig();
+  let ns = "";
+  let system = "";
+  let id: ReconcilerIdentity;
+  beforeAll(async () => {
+    ns = await createTestNamespace(admin, "rbac");
+    system = await createTestNamespace(admin, "bmw-system");
+    id = await reconcilerServiceAccount(admin, { namespace: system });
+  });
+  afterAll(async () => {
+    await id?.cleanup();
+  });
+
+  it("declares the design's rules and nothing cluster-wide on Secrets beyond get", () => {
+    const { clusterRole, leaseRole } = loadReconcilerRbac();
+    const verbs = (group: string, resource: string) =>
+      clusterRole.rules!.filter((r) => r.apiGroups!.includes(group) && r.resources!.includes(resource)).flatMap((r) => r.verbs).sort();
+    expect(verbs("agent-install.openshift.io", "agents")).toEqual(["delete", "get", "list", "patch", "watch"]);
+    expect(verbs("agent-install.openshift.io", "infraenvs")).toEqual(["create", "delete", "get", "list", "patch", "update", "watch"]);
+    expect(verbs("osac.openshift.io", "clusterorders/status")).toEqual(["get", "patch", "update"]);
+    expect(verbs("", "secrets")).toEqual(["get"]);
+    expect(clusterRole.rules!.some((r) => r.resources!.includes("*") || r.verbs.includes("*") || r.apiGroups!.includes("*"))).toBe(false);
+    expect(leaseRole.rules).toEqual([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }]);
+  });
+
+  it("authenticates as the ServiceAccount", async () => {
+    const review = await id.kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: {} });
+    expect(review.status?.userInfo?.username).toBe(id.username);
+  });
+
+  it("can patch ClusterOrder status and the finalizer, and work with Agents, InfraEnvs, NodePools, Events", async () => {
+    const adminCustom = admin.makeApiClient(k8s.CustomObjectsApi);
+    await adminCustom.createNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", namespace: ns, plural: "clusterorders",
+      body: { apiVersion: "osac.openshift.io/v1alpha1", kind: "ClusterOrder", metadata: { name: "order1" }, spec: { templateID: "t" } } });
+    const kube = new Kube(id.kc);
+    const orders = await kube.listClusterOrders();
+    expect(orders.map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toContain(`${ns}/order1`);
+    const applied = await kube.applyClusterOrderStatus({ namespace: ns, name: "order1" }, { desiredWorkers: 2, currentWorkers: 0, readyWorkers: 0 });
+    expect(applied.status?.desiredWorkers).toBe(2);
+
+    const custom = id.kc.makeApiClient(k8s.CustomObjectsApi);
+    const merge = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
+    await custom.patchNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", namespace: ns, plural: "clusterorders",
+      name: "order1", body: { metadata: { finalizers: ["osac.openshift.io/baremetalworker-finalizer"] } } }, merge);
+
+    await custom.createNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "infraenvs",
+      body: { apiVersion: "agent-install.openshift.io/v1beta1", kind: "InfraEnv", metadata: { name: "order1-infraenv" },
+        spec: { pullSecretRef: { name: "order1-pull-secret" } } } });
+    await custom.deleteNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "infraenvs", name: "order1-infraenv" });
+
+    await adminCustom.createNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "agents",
+      body: { apiVersion: "agent-install.openshift.io/v1beta1", kind: "Agent", metadata: { name: "agent1" }, spec: { approved: false } } });
+    await custom.patchNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "agents",
+      name: "agent1", body: { spec: { approved: true } } }, merge);
+    await custom.deleteNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "agents", name: "agent1" });
+
+    await custom.listNamespacedCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", namespace: ns, plural: "nodepools" });
+    await custom.listClusterCustomObject({ group: "hive.openshift.io", version: "v1", plural: "clusterdeployments" });
+
+    await admin.makeApiClient(k8s.CoreV1Api).createNamespacedSecret({ namespace: ns, body: { metadata: { name: "order1-pull-secret" },
+      stringData: { ".dockerconfigjson": "{}" }, type: "kubernetes.io/dockerconfigjson" } });
+    expect((await kube.getSecret(ns, "order1-pull-secret"))?.metadata.name).toBe("order1-pull-secret");
+
+    await id.kc.makeApiClient(k8s.EventsV1Api).createNamespacedEvent({ namespace: ns, body: {
+      metadata: { generateName: "order1." }, eventTime: new k8s.V1MicroTime(), reportingController: "osac.openshift.io/baremetal-workers",
+      reportingInstance: "test", action: "Reconcile", reason: "WorkerCreated", type: "Normal", note: "created",
+      regarding: { apiVersion: "osac.openshift.io/v1alpha1", kind: "ClusterOrder", namespace: ns, name: "order1" },
+    } });
+  });
+
+  it("can hold its Lease in its own namespace only", async () => {
+    const e = new LeaderElector({ client: new Kube(id.kc), namespace: system, name: "baremetal-workers", identity: "pod-0",
+      leaseDurationSeconds: 5, retryPeriodMs: 500, renewDeadlineMs: 3_000 });
+    expect(await e.tryAcquireOrRenew()).toBe(true);
+    expect(await e.tryAcquireOrRenew()).toBe(true); // renew = conditional update
+    const elsewhere = new LeaderElector({ client: new Kube(id.kc), namespace: ns, name: "baremetal-workers", identity: "pod-0",
+      leaseDurationSeconds: 5, retryPeriodMs: 500, renewDeadlineMs: 3_000 });
+    await expect(elsewhere.tryAcquireOrRenew()).rejects.toMatchObject({ code: 403 });
+  });
+
+  it("cannot list Secrets cluster-wide, delete Namespaces, create NodePools or touch RBAC", async () => {
+    const core = id.kc.makeApiClient(k8s.CoreV1Api);
+    expect(await denied(core.listSecretForAllNamespaces())).toBe(403);
+    expect(await denied(core.listNamespacedSecret({ namespace: ns }))).toBe(403);
+    expect(await denied(core.deleteNamespace({ name: ns }))).toBe(403);
+    expect(await denied(core.createNamespacedSecret({ namespace: ns, body: { metadata: { name: "x" } } }))).toBe(403);
+    const custom = id.kc.makeApiClient(k8s.CustomObjectsApi);
+    expect(await denied(custom.createNamespacedCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", namespace: ns,
+      plural: "nodepools", body: { apiVersion: "hypershift.openshift.io/v1beta1", kind: "NodePool", metadata: { name: "np" }, spec: {} } }))).toBe(403);
+    expect(await denied(custom.deleteNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", namespace: ns,
+      plural: "clusterorders", name: "order1" }))).toBe(403);
+    expect(await denied(id.kc.makeApiClient(k8s.RbacAuthorizationV1Api).listClusterRole())).toBe(403);
+  });
+});

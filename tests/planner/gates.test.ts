@@ -1,0 +1,176 @@
+// Create gates and input validation (OSAC-2135 §2 steps 2–6, §11.2–4): creates are blocked with a
+// condition that says exactly what is wrong; existing workers are never deleted because of bad input.
+import { plan } from "../../planner";
+import { ORDER_LABEL } from "../../planner/names";
+import {
+  bmiFor, bmRequest, boundAgent, conditionOf, entry, iso, MIN, ORDER, planOf, reasons, SEC, snap, SnapOptions, statusOf,
+} from "./builders";
+
+/** A world with one Ready and one WaitingForAgent worker and a request for 4, so creates are wanted. */
+function existing(o: SnapOptions = {}): SnapOptions {
+  return {
+    nodeRequests: [bmRequest("compute", 4)],
+    workers: [entry("a", { phase: "Ready", attemptCount: 0, readySince: iso(-3 * 60 * MIN) }), entry("b", { phase: "WaitingForAgent" })],
+    bmis: [bmiFor("a"), bmiFor("b")],
+    agents: [boundAgent("a", "a", "added-to-existing-cluster")],
+    ...o,
+  };
+}
+
+function expectNoCreatesAndNothingDeleted(o: SnapOptions): ReturnType<typeof planOf> {
+  const p = planOf(existing(o));
+  expect(p.fence).toEqual([]);
+  expect(p.workers.map((w) => w.slot)).toEqual(["a", "b"]);
+  expect(p.status.workers.map((w) => w.name)).toEqual(["a", "b"]);
+  return p;
+}
+
+describe("ignition gate (§11.2, §11.3)", () => {
+  test("no InfraEnv yet: it is declared, InfraEnvCreated, InfraEnvReady=False, no creates", () => {
+    const p = expectNoCreatesAndNothingDeleted({ infraEnv: undefined, ignition: undefined });
+    expect(conditionOf(p, "InfraEnvReady")).toMatchObject({ status: "False", reason: "InfraEnvNotFound" });
+    expect(p.events[0]).toMatchObject({ reason: "InfraEnvCreated", type: "Normal", key: `InfraEnvCreated/${ORDER}-infraenv/ie-1` });
+    expect(p.infraEnv?.name).toBe(`${ORDER}-infraenv`);
+  });
+
+  test("no discovery ignition URL: InfraEnvReady=False IgnitionNotReady, poll every 30 s", () => {
+    const p = expectNoCreatesAndNothingDeleted({ infraEnv: { name: `${ORDER}-infraenv`, uid: "ie-1" }, ignition: undefined });
+    expect(conditionOf(p, "InfraEnvReady")).toMatchObject({ status: "False", reason: "IgnitionNotReady" });
+    expect(conditionOf(p, "InfraEnvReady")?.message).toContain("polling every 30s");
+    expect(p.requeueAt).toBe(iso(30 * SEC));
+    expect(reasons(p)).not.toContain("InfraEnvCreated");
+  });
+
+  test("ignition fetch failed: IgnitionFetchFailed with the fetch message", () => {
+    const p = expectNoCreatesAndNothingDeleted({ ignition: { ok: false, reason: "HttpError", message: "HTTP 503 from assisted-service" } });
+    expect(conditionOf(p, "InfraEnvReady")).toMatchObject({ status: "False", reason: "IgnitionFetchFailed" });
+    expect(conditionOf(p, "InfraEnvReady")?.message).toContain("HttpError");
+    expect(conditionOf(p, "InfraEnvReady")?.message).toContain("HTTP 503 from assisted-service");
+    expect(p.requeueAt).toBe(iso(30 * SEC));
+  });
+
+  test("ignition larger than 64 KiB: no creates, the message gives the size and the limit", () => {
+    const content = "x".repeat(65_537);
+    const p = expectNoCreatesAndNothingDeleted({ ignition: { ok: true, content, bytes: 65_537 } });
+    expect(conditionOf(p, "InfraEnvReady")).toMatchObject({ status: "False", reason: "IgnitionTooLarge" });
+    expect(conditionOf(p, "InfraEnvReady")?.message).toContain("65537 bytes");
+    expect(conditionOf(p, "InfraEnvReady")?.message).toContain("65536");
+  });
+
+  test("exactly 64 KiB is allowed", () => {
+    const p = planOf(existing({ ignition: { ok: true, content: "x".repeat(65_536), bytes: 65_536 } }));
+    expect(p.fence).toHaveLength(2);
+  });
+
+  test("ignition above 48 KiB: DiscoveryIgnitionSizeWarning when a create is planned, and only then", () => {
+    const big = { ok: true as const, content: "y".repeat(50_000), bytes: 50_000 };
+    const creating = planOf(existing({ ignition: big }));
+    expect(creating.fence).toHaveLength(2);
+    expect(creating.events.filter((e) => e.reason === "DiscoveryIgnitionSizeWarning")).toEqual([
+      expect.objectContaining({ type: "Warning", key: "DiscoveryIgnitionSizeWarning/ie-1/50000" }),
+    ]);
+    const steady = planOf(existing({ ignition: big, nodeRequests: [bmRequest("compute", 2)] }));
+    expect(steady.fence).toEqual([]);
+    expect(reasons(steady)).not.toContain("DiscoveryIgnitionSizeWarning");
+    const small = planOf(existing());
+    expect(reasons(small)).not.toContain("DiscoveryIgnitionSizeWarning");
+  });
+
+  test("URL present and content fetched: InfraEnvReady=True", () => {
+    const p = planOf(existing());
+    expect(conditionOf(p, "InfraEnvReady")).toMatchObject({ status: "True", reason: "IgnitionAvailable" });
+  });
+});
+
+describe("DiskImage gate (§11.4)", () => {
+  test("unresolved DiskImage: RHCOSImageNotFound=True with the resolver's message, zero creates", () => {
+    const p = expectNoCreatesAndNothingDeleted({ diskImage: { ok: false, reason: "NotLinked", message: "ClusterVersion 4.19 has no disk_image" } });
+    expect(conditionOf(p, "RHCOSImageNotFound")).toMatchObject({ status: "True", reason: "NotLinked" });
+    expect(conditionOf(p, "RHCOSImageNotFound")?.message).toContain("ClusterVersion 4.19 has no disk_image");
+  });
+
+  test("the condition clears (False) once the DiskImage resolves, with a new transition time", () => {
+    const blocked = planOf(existing({ diskImage: { ok: false, reason: "Obsolete", message: "DiskImage rhcos-4.18 is OBSOLETE" } }));
+    const later = planOf(existing({ now: new Date(Date.parse(iso(10 * MIN))), orderPatch: (o) => { o.status!.conditions = blocked.status.conditions; } }));
+    expect(conditionOf(later, "RHCOSImageNotFound")).toMatchObject({ status: "False", reason: "DiskImageResolved", lastTransitionTime: iso(10 * MIN) });
+    expect(later.fence).toHaveLength(2);
+    expect(later.workers.find((w) => w.requiresFence)?.bmi.diskImage).toBe("di-419");
+  });
+});
+
+describe("node request validation", () => {
+  test.each([
+    [-1, "numberOfNodes -1 is outside 0..100"],
+    [101, "numberOfNodes 101 is outside 0..100"],
+    [1.5, "numberOfNodes 1.5 is outside 0..100"],
+  ])("numberOfNodes %p freezes the node set: no creates, no removal, NodePool untouched", (n, message) => {
+    const p = expectNoCreatesAndNothingDeleted({ nodeRequests: [bmRequest("compute", n)] });
+    expect(conditionOf(p, "InvalidNodeRequest")).toMatchObject({ status: "True", reason: "InvalidNodeRequest" });
+    expect(conditionOf(p, "InvalidNodeRequest")?.message).toContain(message);
+    expect(p.nodePoolReplicas).toEqual({});
+  });
+
+  test("a node set requested twice is frozen", () => {
+    const p = expectNoCreatesAndNothingDeleted({ nodeRequests: [bmRequest("compute", 4), bmRequest("compute", 1)] });
+    expect(conditionOf(p, "InvalidNodeRequest")?.message).toContain("node set compute is requested 2 times");
+  });
+
+  test("an unknown instance type blocks creates for its node set only", () => {
+    const p = planOf({ nodeRequests: [bmRequest("compute", 1, "bm.nope"), bmRequest("gpu", 1, "bm.gpu")], nodePools: [] });
+    expect(p.fence.map((f) => f.nodeSet)).toEqual(["gpu"]);
+    expect(conditionOf(p, "InvalidNodeRequest")?.message).toBe("node set compute: BareMetalInstanceType bm.nope does not exist");
+  });
+
+  test("an unknown instance type still lets the node set scale down", () => {
+    const p = planOf({ nodeRequests: [bmRequest("compute", 0, "bm.nope")], workers: [entry("b", { phase: "WaitingForAgent" })], bmis: [bmiFor("b")] });
+    expect(statusOf(p, "b")?.phase).toBe("Deleting");
+  });
+
+  test("an instance type without a fabric port needs fabricInterface", () => {
+    const types = { "bm.nofabric": { name: "bm.nofabric" } };
+    const blocked = planOf({ nodeRequests: [bmRequest("compute", 1, "bm.nofabric")], instanceTypes: types });
+    expect(blocked.fence).toEqual([]);
+    expect(conditionOf(blocked, "InvalidNodeRequest")?.message).toContain("BareMetalInstanceType bm.nofabric has no network port with role fabric");
+    const overridden = planOf({ nodeRequests: [bmRequest("compute", 1, "bm.nofabric", "eno2")], instanceTypes: types });
+    expect(overridden.workers[0].bmi.networkAttachment.interface).toBe("eno2");
+  });
+
+  test("numberOfNodes 0 is a valid request: scale to zero", () => {
+    const p = planOf({ nodeRequests: [bmRequest("compute", 0)] });
+    expect(conditionOf(p, "InvalidNodeRequest")?.status).toBe("False");
+    expect(p.nodePoolReplicas).toEqual({ "np-compute": 0 });
+    expect(p.fence).toEqual([]);
+  });
+
+  test("a missing network attachment blocks creates and says so", () => {
+    const p = expectNoCreatesAndNothingDeleted({ orderPatch: (o) => { delete o.spec.networkAttachment; } });
+    expect(conditionOf(p, "InvalidNodeRequest")?.message).toContain("spec.networkAttachment.subnetRef is not set");
+  });
+
+  test("the plural networkAttachments[0] is read when the singular is absent", () => {
+    const p = planOf({ orderPatch: (o) => { delete o.spec.networkAttachment; o.spec.networkAttachments = [{ subnetRef: "subnet-p", securityGroupRefs: ["sg-p"] }]; } });
+    expect(p.workers[0].bmi.networkAttachment).toEqual({ subnet: "subnet-p", securityGroups: ["sg-p"], interface: "eth1", primary: true });
+  });
+
+  test("no ClusterDeployment yet: ClusterNotReady, no creates, existing workers stay declared", () => {
+    const p = expectNoCreatesAndNothingDeleted({ clusterDeployment: undefined });
+    expect(conditionOf(p, "ClusterNotReady")).toMatchObject({ status: "True", reason: "ClusterDeploymentNotFound" });
+    expect(conditionOf(p, "ClusterNotReady")?.message).toContain("no ClusterDeployment exists");
+  });
+
+  test("an unknown system catalog item blocks creates", () => {
+    const p = expectNoCreatesAndNothingDeleted({ catalogItem: "" });
+    expect(conditionOf(p, "InvalidNodeRequest")?.message).toContain("BareMetalInstanceCatalogItem");
+  });
+
+  test("an attempted create whose inputs became unavailable is held back, not re-created with empty inputs", () => {
+    const attempted = entry("c", { bareMetalInstance: { name: `${ORDER}-b-c` } });
+    const p = plan(snap({ ...existing(), workers: [...existing().workers!, attempted], ignition: undefined, infraEnv: { name: "x", uid: "ie-1" } }));
+    expect(statusOf(p, "c")).toEqual(attempted);
+    expect(p.workers.map((w) => w.slot)).toEqual(["a", "b"]);
+    const ok = planOf({ ...existing(), workers: [...existing().workers!, attempted] });
+    const declared = ok.workers.find((w) => w.slot === "c");
+    expect(declared?.bmi).toMatchObject({ name: `${ORDER}-b-c`, labels: { [ORDER_LABEL]: "uid-co1" } });
+    expect(declared?.bmi.userData.length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,223 @@
+// The BareMetalInstance dynamic provider against an in-process fulfillment simulator. The provider
+// object's methods are called directly, through the same run-time loader the provider host uses.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { Filter, FulfillmentClient } from "../../clients/fulfillment";
+import { ORDER_LABEL } from "../../planner/names";
+import { bareMetalInstanceProvider as provider } from "../../providers/bareMetalInstance";
+import type { BareMetalInstanceInputs, BareMetalInstanceOutputs } from "../../providers/bareMetalInstance";
+import { RunningSimulator, startSimulator } from "../../lab/fulfillment/server";
+import { PROJECT_ROOT } from "../../automation/toolchain";
+import { ADMIN_TOKEN, eventually, SYSTEM_ITEM, tempDir, testSeed } from "../fulfillment/helpers";
+
+const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+const ORDER = "9b0c1d2e-order-uid";
+const IGNITION = JSON.stringify({ ignition: { version: "3.4.0" }, secret: "assisted-pull-token-abc" });
+
+let sim: RunningSimulator;
+let dir: string;
+let tokenFile: string;
+let admin: FulfillmentClient;
+let catalogItemId: string;
+
+beforeAll(async () => {
+  process.env.BMW_PROJECT_ROOT = PROJECT_ROOT;
+  process.env.BMW_BMI_DELETE_POLL_MS = "25";
+  dir = tempDir("bmi-provider");
+  sim = await startSimulator({ seed: testSeed(), stateDir: dir });
+  tokenFile = path.join(dir, "token");
+  fs.writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
+  admin = new FulfillmentClient({ address: sim.address, transport: { kind: "plaintext" }, tokenFile, deadlineMs: 5_000 });
+  catalogItemId = (await admin.catalogItems.list({ filter: Filter.nameEquals(SYSTEM_ITEM) })).items[0].id;
+});
+
+afterAll(async () => {
+  admin.close();
+  await sim.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+afterEach(() => {
+  sim.engine.faults.clear();
+  sim.engine.tick();
+  delete process.env.BMW_BMI_DELETE_TIMEOUT_MS;
+});
+
+function inputs(name: string, extra: Partial<BareMetalInstanceInputs> = {}): BareMetalInstanceInputs {
+  return {
+    name, tenant: "system",
+    labels: { [ORDER_LABEL]: ORDER, "osac.openshift.io/node-set": "compute" },
+    annotations: { "osac.openshift.io/owner-reference": `ClusterOrder/${ORDER}` },
+    catalogItem: catalogItemId, instanceType: "compute", diskImage: "di-rhcos-417", userData: IGNITION,
+    networkAttachment: { subnet: "tenant-subnet", securityGroups: ["sg-1"], interface: "ens1f0", primary: true },
+    connection: { address: sim.address, tokenFile, plaintext: true },
+    ...extra,
+  };
+}
+
+const NONE = {} as BareMetalInstanceInputs;
+
+async function bmisNamed(name: string) {
+  return admin.bareMetalInstances.listAll(Filter.nameEquals(name));
+}
+
+async function create(i: BareMetalInstanceInputs): Promise<{ id: string; outs: BareMetalInstanceOutputs }> {
+  const r = await provider.create(i);
+  return { id: r.id, outs: r.outs as BareMetalInstanceOutputs };
+}
+
+describe("check", () => {
+  it("accepts a well-formed BMI and tolerates preview unknowns", async () => {
+    expect((await provider.check!(NONE, inputs("w-ok"))).failures).toEqual([]);
+    const previewing = { ...inputs("w-ok"), userData: UNKNOWN, diskImage: UNKNOWN, name: UNKNOWN } as BareMetalInstanceInputs;
+    expect((await provider.check!(NONE, previewing)).failures).toEqual([]);
+  });
+
+  it("reports bad names, oversized user data, non-primary attachments and missing ownership", async () => {
+    const bad = {
+      ...inputs("Not_A_Name"),
+      userData: "x".repeat(65_537),
+      networkAttachment: { subnet: "s", securityGroups: [], interface: "ens1f0", primary: false },
+      labels: {},
+    } as unknown as BareMetalInstanceInputs;
+    const failures = (await provider.check!(NONE, bad)).failures ?? [];
+    expect(failures.map((f) => f.property).sort()).toEqual(["labels", "name", "networkAttachment", "userData"]);
+    const userData = failures.find((f) => f.property === "userData")!;
+    expect(userData.reason).toContain("65537");
+    expect(userData.reason).not.toContain("xxxx");
+    // exactly 64 KiB is allowed
+    expect((await provider.check!(NONE, inputs("w-max", { userData: "x".repeat(65_536) }))).failures).toEqual([]);
+  });
+});
+
+describe("diff", () => {
+  const olds = (): BareMetalInstanceOutputs => ({ ...inputs("w-diff"), bmiId: "id", state: "Running", deleting: false, macs: [] });
+  it("replaces on immutable fields and updates labels in place", async () => {
+    expect(await provider.diff!("id", olds(), inputs("w-diff", { userData: "{}" }))).toMatchObject({ changes: true, replaces: ["userData"] });
+    expect(await provider.diff!("id", olds(), inputs("w-diff", { diskImage: "di-other", instanceType: "gpu" })))
+      .toMatchObject({ changes: true, replaces: ["instanceType", "diskImage"] });
+    expect(await provider.diff!("id", olds(), inputs("w-diff", { labels: { [ORDER_LABEL]: ORDER, extra: "1" } })))
+      .toMatchObject({ changes: true, replaces: [] });
+    expect(await provider.diff!("id", olds(), inputs("w-diff", { adoptId: "some-id" }))).toMatchObject({ changes: false });
+    expect(await provider.diff!("id", olds(), { ...inputs("w-diff"), networkAttachment: UNKNOWN } as unknown as BareMetalInstanceInputs))
+      .toMatchObject({ changes: true, replaces: ["networkAttachment"] });
+  });
+});
+
+describe("create", () => {
+  it("creates a system BMI with the order label, and read follows it to Running with lower-case MACs", async () => {
+    const { id, outs } = await create(inputs("w-create"));
+    expect(outs).toMatchObject({ bmiId: id, name: "w-create", state: "Provisioning", deleting: false });
+    expect(JSON.stringify(outs)).not.toContain(ADMIN_TOKEN);
+    const stored = await admin.bareMetalInstances.get(id);
+    expect(stored.metadata?.tenant).toBe("system");
+    expect(stored.metadata?.labels[ORDER_LABEL]).toBe(ORDER);
+    expect(stored.spec?.user_data).toBe(IGNITION);
+    expect(stored.spec?.network_attachments).toHaveLength(1);
+    const running = await eventually(async () => {
+      const r = await provider.read!(id, outs);
+      return (r.props as BareMetalInstanceOutputs).state === "Running" ? (r.props as BareMetalInstanceOutputs) : undefined;
+    });
+    expect(running.macs).toEqual(["aa:bb:cc:00:00:01", "aa:bb:cc:00:00:02"]);
+    // The client's bookkeeping labels are not reported as drift of the program's labels.
+    expect(running.labels).toEqual(inputs("w-create").labels);
+    await provider.delete!(id, running);
+  });
+
+  it("a lost Create response, then a retry, leaves exactly one BMI", async () => {
+    sim.engine.faults.setMethod({ method: "BareMetalInstances/Create", rate: 0, latencyMs: 0, commitThenDrop: true, remaining: 1 });
+    const creates = () => sim.engine.calls.get("BareMetalInstances/Create") ?? 0;
+    const before = creates();
+    // The Create commits and its response is lost (UNAVAILABLE); the provider finds and adopts it.
+    const first = await create(inputs("w-lost"));
+    expect(creates() - before).toBe(1);
+    // A retry of the whole step (e.g. the next `up`) lists first and makes no Create at all.
+    const again = await create(inputs("w-lost"));
+    expect(again.id).toBe(first.id);
+    expect(creates() - before).toBe(1);
+    expect(await bmisNamed("w-lost")).toHaveLength(1);
+    await provider.delete!(first.id, first.outs);
+  });
+
+  it("adopts a live BMI by adoptId and refuses an id that is not this worker's", async () => {
+    const made = await create(inputs("w-adopt"));
+    const adopted = await create(inputs("w-adopt", { adoptId: made.id }));
+    expect(adopted.id).toBe(made.id);
+    await expect(provider.create(inputs("w-other", { adoptId: made.id }))).rejects.toThrow(/named 'w-adopt', not 'w-other'/);
+    await expect(provider.create(inputs("w-adopt", { adoptId: "no-such-id" }))).rejects.toThrow(/does not exist/);
+    await provider.delete!(made.id, made.outs);
+  });
+
+  it("never adopts a BMI that is being deleted", async () => {
+    sim.engine.faults.setLifecycle({ name_prefix: "w-dying", stuck_deleting: true, withhold_macs: false });
+    const made = await create(inputs("w-dying"));
+    await admin.bareMetalInstances.delete(made.id);
+    await expect(provider.create(inputs("w-dying"))).rejects.toThrow(/being deleted/);
+    await expect(provider.create(inputs("w-dying", { adoptId: made.id }))).rejects.toThrow(/being deleted/);
+    expect(await bmisNamed("w-dying")).toHaveLength(1);
+  });
+
+  it("fails clearly for a DiskImage that does not exist", async () => {
+    await expect(provider.create(inputs("w-noimage", { diskImage: "di-missing" }))).rejects.toThrow(/DiskImage 'di-missing' does not exist/);
+    expect(await bmisNamed("w-noimage")).toHaveLength(0);
+  });
+});
+
+describe("read and update", () => {
+  it("sees label drift, reports deletion in progress, and reads a vanished BMI as gone", async () => {
+    sim.engine.faults.setLifecycle({ name_prefix: "w-drift", stuck_deleting: true, withhold_macs: false });
+    const { id, outs } = await create(inputs("w-drift"));
+    const stored = await admin.bareMetalInstances.get(id);
+    await admin.bareMetalInstances.update({ id, metadata: { labels: { ...stored.metadata!.labels, tampered: "yes" } } },
+      { updateMask: ["metadata.labels"] });
+    const drifted = (await provider.read!(id, outs)).props as BareMetalInstanceOutputs;
+    expect(drifted.labels.tampered).toBe("yes");
+    await admin.bareMetalInstances.delete(id);
+    const deleting = (await provider.read!(id, outs)).props as BareMetalInstanceOutputs;
+    expect(deleting).toMatchObject({ state: "Deleting", deleting: true });
+    sim.engine.faults.clear();
+    sim.engine.tick();
+    expect(await eventually(async () => {
+      const r = await provider.read!(id, outs);
+      return r.id === "" ? r : undefined;
+    })).toEqual({ id: "" });
+  });
+
+  it("updates labels and annotations in place, keeping the client's bookkeeping", async () => {
+    const { id, outs } = await create(inputs("w-update"));
+    const news = inputs("w-update", { labels: { ...inputs("w-update").labels, added: "1" }, annotations: { note: "n" } });
+    const r = await provider.update!(id, outs, news);
+    expect((r.outs as BareMetalInstanceOutputs).labels.added).toBe("1");
+    const stored = await admin.bareMetalInstances.get(id);
+    expect(stored.metadata?.labels).toMatchObject({ added: "1", "osac.openshift.io/instance-type": "compute" });
+    expect(stored.metadata?.annotations).toMatchObject({ note: "n", "osac.openshift.io/disk-image": "di-rhcos-417" });
+    expect(stored.metadata?.annotations["osac.openshift.io/owner-reference"]).toBeUndefined();
+    await provider.delete!(id, r.outs as BareMetalInstanceOutputs);
+  });
+});
+
+describe("delete", () => {
+  it("waits until the BMI is really gone", async () => {
+    const { id, outs } = await create(inputs("w-del"));
+    const started = Date.now();
+    await provider.delete!(id, outs);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250); // the simulator's deleteMs is 300
+    await expect(admin.bareMetalInstances.get(id)).rejects.toThrow(/NOT_FOUND/);
+    // Deleting again is a no-op: NotFound means gone.
+    await provider.delete!(id, outs);
+  });
+
+  it("fails past BMW_BMI_DELETE_TIMEOUT_MS while the BMI is stuck, and succeeds once it completes", async () => {
+    sim.engine.faults.setLifecycle({ name_prefix: "w-stuck", stuck_deleting: true, withhold_macs: false });
+    const { id, outs } = await create(inputs("w-stuck"));
+    process.env.BMW_BMI_DELETE_TIMEOUT_MS = "400";
+    const started = Date.now();
+    await expect(provider.delete!(id, outs)).rejects.toThrow(/still being deleted after 400 ms/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await admin.bareMetalInstances.get(id)).metadata?.deletion_timestamp).toBeTruthy();
+    sim.engine.faults.clear();
+    sim.engine.tick();
+    await provider.delete!(id, outs);
+    await expect(admin.bareMetalInstances.get(id)).rejects.toThrow(/NOT_FOUND/);
+  });
+});

@@ -1,0 +1,37 @@
+// The serialized providers (the __provider text Pulumi stores in state) are small, hold no secrets
+// and no project code beyond the loader, and still work when loaded the way the provider host does.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { runTsJson } from "../support/run";
+import { tempDir } from "../fulfillment/helpers";
+
+interface Serialized {
+  tokenLength: number;
+  out: Record<string, { text: string; checked: { failures?: { property: string }[] } }>;
+}
+
+it("serializes each provider without secrets and loads its logic at run time", async () => {
+  const dir = tempDir("serialize");
+  const token = "fulfillment-token-d41d8cd98f00b204";
+  const tokenFile = path.join(dir, "token");
+  fs.writeFileSync(tokenFile, token, { mode: 0o600 });
+  try {
+    const r = await runTsJson<Serialized>("tests/providers/serialize-providers.ts", [tokenFile]);
+    expect(r.tokenLength).toBe(token.length);
+    for (const name of ["bareMetalInstance", "agentBinding"]) {
+      const { text, checked } = r.out[name];
+      expect(text).not.toContain(token);
+      expect(text.length).toBeLessThan(8_000);
+      expect(text).toContain("loadProjectModule");
+      // None of the real logic or its dependencies is captured by value.
+      for (const banned of ["createOrAdopt", "FulfillmentClient", "@grpc/grpc-js", "@kubernetes/client-node", "readFileSync"]) {
+        expect(text).not.toContain(banned);
+      }
+      expect((checked.failures ?? []).length).toBeGreaterThan(0);
+    }
+    expect(r.out.bareMetalInstance.checked.failures!.map((f) => f.property)).toContain("name");
+    expect(r.out.agentBinding.checked.failures!.map((f) => f.property)).toContain("agentName");
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
