@@ -32,6 +32,12 @@ export = async () => {
       throw new Error(`the fulfillment-service could not be read (${fulfillmentError}); ` +
         "nothing is created or deleted until its BareMetalInstances can be listed");
     }
+    const unidentified = plan.workers.filter((w) => w.retainBinding && !w.binding).map((w) => w.slot);
+    if (unidentified.length > 0) {
+      // Dropping a binding deletes its Agent: when an Agent cannot be identified this time, change nothing.
+      throw new Error(`the Agents of workers ${unidentified.join(", ")} cannot be identified right now ` +
+        "(unreadable MACs or inventory); nothing is changed until they can");
+    }
     let workers = plan.workers;
     if (plan.fence.length > 0 && !pulumi.runtime.isDryRun()) {
       try {

@@ -11,7 +11,7 @@ import type { PlannerConfig, WorkerStatus } from "../planner/types";
 import type { OrderRef } from "./observe";
 import { reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner } from "./reconcile";
 import { connectionOptions } from "../providers/bareMetalInstanceOps";
-import { PROGRAM_ENV_KEYS, programSettings, type ProgramSettings } from "./settings";
+import { programSettings, type ProgramSettings } from "./settings";
 import { type HistoryEntry, type PreviewResult, StackManager } from "./stacks";
 
 export interface AppOptions {
@@ -46,7 +46,8 @@ function passphraseFileFor(opts: AppOptions, stateDir: string, env: NodeJS.Proce
 /** The BMW_* environment every pulumi process of a stack gets (paths, never secrets). */
 export function programEnv(settings: ProgramSettings, env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const k of PROGRAM_ENV_KEYS) if (k.startsWith("BMW_") && env[k]) out[k] = env[k]!;
+  // Every BMW_* setting reaches the program and its providers (they are paths and durations, never secrets).
+  for (const [k, v] of Object.entries(env)) if (/^BMW_[A-Z0-9_]+$/.test(k) && v !== undefined && v !== "") out[k] = v;
   out.BMW_KUBECONFIG = path.resolve(settings.kubeconfigPath);
   return out;
 }

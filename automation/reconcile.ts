@@ -103,6 +103,13 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     return { action: "paused", plan, requeueAt, message: plan.paused?.message };
   }
 
+  const unidentified = plan.workers.filter((w) => w.retainBinding && !w.binding).map((w) => w.slot);
+  if (unidentified.length > 0) {
+    await report(deps, snapshot, plan);
+    return { action: "paused", plan, requeueAt: new Date(Date.now() + deps.config.ignitionPollMs),
+      message: `Agents of ${unidentified.join(", ")} cannot be identified right now; no update until they can` };
+  }
+
   const fp = fingerprint(plan);
   if (fp === mem.lastFingerprint && plan.fence.length === 0) {
     await report(deps, snapshot, plan);

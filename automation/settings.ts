@@ -10,14 +10,7 @@ export interface ProgramSettings {
   ignitionCaFile?: string;
 }
 
-/** Environment keys the program reads; the loop forwards exactly these to every `pulumi` process. */
-export const PROGRAM_ENV_KEYS = [
-  "BMW_KUBECONFIG", "KUBECONFIG", "BMW_FULFILLMENT_ADDRESS", "BMW_FULFILLMENT_CA_FILE", "BMW_FULFILLMENT_TOKEN_FILE",
-  "BMW_FULFILLMENT_PLAINTEXT", "BMW_IGNITION_CA_FILE", "BMW_BMI_DELETE_TIMEOUT_MS", "BMW_PROJECT_ROOT",
-  "BMW_AGENT_REGISTRATION_TIMEOUT_MS", "BMW_AGENT_UNBINDING_TIMEOUT_MS", "BMW_MIN_HEALTHY_DURATION_MS",
-  "BMW_TRANSIENT_BACKOFF_MS", "BMW_TRANSIENT_CAP_MS", "BMW_RESOURCE_BACKOFF_MS", "BMW_RESOURCE_CAP_MS",
-  "BMW_AGENT_TIMEOUT_BACKOFF_MS", "BMW_AGENT_TIMEOUT_CAP_MS", "BMW_IGNITION_POLL_MS", "BMW_MAX_WORKERS_PER_NODE_SET",
-] as const;
+
 
 function required(env: NodeJS.ProcessEnv, key: string, hint: string): string {
   const v = env[key];

@@ -37,7 +37,9 @@ export type LabFault =
 export function labControlClient(ep: FulfillmentEndpoint): FulfillmentLabClient {
   const creds = ep.plaintext ? grpc.credentials.createInsecure()
     : grpc.credentials.createSsl(ep.caFile ? fs.readFileSync(ep.caFile) : null);
-  return new (loadLabProtos().bmwlab.v1.FulfillmentLab)(ep.address, creds);
+  // The lab certificate also names localhost; an IP as TLS server name makes Node warn.
+  const options: grpc.ChannelOptions = ep.plaintext ? {} : { "grpc.ssl_target_name_override": "localhost" };
+  return new (loadLabProtos().bmwlab.v1.FulfillmentLab)(ep.address, creds, options);
 }
 
 const DEADLINE_MS = 10_000;

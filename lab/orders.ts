@@ -90,7 +90,7 @@ async function ensureSimulatorCluster(ctx: SampleOrderContext, spec: SampleOrder
   const v1 = loadFulfillmentProtos().grpc.osac.private.v1;
   const conn = new Connection({
     address: ctx.fulfillment.address, tokenFile: ctx.fulfillment.tokenFile,
-    transport: ctx.fulfillment.plaintext ? { kind: "plaintext" } : { kind: "tls", caFile: ctx.fulfillment.caFile },
+    transport: ctx.fulfillment.plaintext ? { kind: "plaintext" } : { kind: "tls", caFile: ctx.fulfillment.caFile, serverNameOverride: "localhost" },
   });
   const methods = v1.Clusters.service;
   const name = clusterName(spec.namespace, spec.name);

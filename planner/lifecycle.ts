@@ -230,6 +230,14 @@ function noteAmbiguity(ctx: PlanContext, w: Work, result: Extract<CorrelationRes
   ctx.events.push(slotEvent(EV_AMBIGUOUS_AGENT_MATCH, e.name, attempt(e), `${result.message}; nothing is bound`, result.agents.join(",")));
 }
 
+/**
+ * A bound worker's Agent could not be identified, but might exist: the BMI's MACs are unknown or some
+ * of our Agents have unreadable inventories. Its binding is then retained, never deleted on a guess.
+ */
+function unidentifiable(ctx: PlanContext, bmi: ObservedBmi): boolean {
+  return bmi.macs.length === 0 || ctx.snapshot.agents.some((a) => isOurAgent(a, ctx.snapshot.order) && a.macs === undefined);
+}
+
 /** Third stage: apply label lookups and correlation results. */
 function progress(ctx: PlanContext, w: Work, result: CorrelationResult | undefined): void {
   const e = w.entry;
@@ -247,12 +255,16 @@ function progress(ctx: PlanContext, w: Work, result: CorrelationResult | undefin
       if (e.phase === "WaitingForAgent" || w.bmi.state === "Running") checkRegistrationTimeout(ctx, w);
       return;
     case "Binding":
-      if (matched) advanceBound(ctx, w, matched);
-      else checkRegistrationTimeout(ctx, w);
+      if (matched) {
+        advanceBound(ctx, w, matched);
+        return;
+      }
+      w.retainBinding = unidentifiable(ctx, w.bmi);
+      checkRegistrationTimeout(ctx, w);
       return;
     case "Ready":
       if (matched) w.agent = matched;
-      else if (ctx.snapshot.agents.some((a) => isOurAgent(a, ctx.snapshot.order) && a.macs === undefined)) w.retainBinding = true;
+      else w.retainBinding = unidentifiable(ctx, w.bmi);
       readyStep(ctx, w);
       return;
     default:

@@ -92,4 +92,23 @@ describe("recovery after a runner is killed during an up", () => {
     expect(sb.ops(KEY)).toEqual(["create a", "create b", "adopt b"]);
     expect(resourcesOfType((await sb.manager.exportStack(ORDER)).deployment, RECORD_TYPE).map((r) => r.id).sort()).toEqual(["a", "b"]);
   });
+
+  it("aborting an up (SIGINT) lets the in-flight create finish, records it and unlocks", async () => {
+    const other = { namespace: "ns2", name: "order3" };
+    sb.setDesired("ns2/order3", [{ name: "c", content: "c1", sleepMs: 2_000 }, { name: "d", content: "d1", sleepMs: 2_000 }]);
+    const controller = new AbortController();
+    const running = sb.manager.up(other, { message: "abort me", signal: controller.signal }).then(() => "finished", (e: unknown) => e);
+    await eventually(async () => (sb.ops("ns2/order3").length > 0 ? true : undefined), 60_000, 50);
+    controller.abort();
+    await running;
+    expect(readLocks(sb.stateDir, sb.manager.projectName, "ns2--order3")).toEqual([]);
+    const state = await sb.manager.exportStack(other);
+    expect(pendingOperationsOf(state.deployment)).toEqual([]);
+    // whatever was created is in the state: the next up creates nothing twice
+    const created = sb.ops("ns2/order3").filter((l) => l.startsWith("create")).map((l) => l.slice(7)).sort();
+    expect(resourcesOfType(state.deployment, RECORD_TYPE).map((r) => r.id).sort()).toEqual(created);
+    sb.setDesired("ns2/order3", [{ name: "c", content: "c1" }, { name: "d", content: "d1" }]);
+    expect((await sb.manager.up(other, { message: "after abort" })).summary).toBe("succeeded");
+    expect(sb.ops("ns2/order3").filter((l) => l.startsWith("create")).sort()).toEqual(["create c", "create d"]);
+  });
 });

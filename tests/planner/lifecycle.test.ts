@@ -406,3 +406,19 @@ describe("restart rebuild (§5.6, §11.19)", () => {
     expect(statusOf(p, "w1")).toEqual(w);
   });
 });
+
+describe("bound workers whose Agent cannot be identified", () => {
+  test("a Ready worker whose BMI reports no MACs and whose Agent lost its label retains its binding", () => {
+    const p = planOf({
+      nodeRequests: [bmRequest("compute", 1)], workers: [entry("w1", { phase: "Ready", attemptCount: 0, readySince: iso(-2 * 60 * MIN) })],
+      bmis: [bmiFor("w1", { state: "Unknown", macs: [] })], agents: [agentFor("w1", { state: "added-to-existing-cluster" })],
+    });
+    expect(p.workers[0]).toMatchObject({ slot: "w1", retainBinding: true });
+  });
+
+  test("a Binding worker whose Agent is really gone (MACs known, every inventory readable) declares no binding", () => {
+    const p = planOf({ nodeRequests: [bmRequest("compute", 1)], workers: [entry("w1", { phase: "Binding" })], bmis: [bmiFor("w1")] });
+    expect(p.workers[0].binding).toBeUndefined();
+    expect(p.workers[0].retainBinding).toBeUndefined();
+  });
+});

@@ -1,0 +1,197 @@
+// End to end on the lab (issue 6): the reconciler runs as its own process against the lab and takes a
+// ClusterOrder with two node sets through create → Ready, scale-up, scale-down through unbinding, a
+// failed host retried with backoff, the Unmanaged pause, preview, history and rollback, two reconcilers
+// at once, kill -9 during an update, and deletion through the finalizer. After every step: no
+// duplicate and no orphaned BMI.
+import * as path from "node:path";
+import { Filter, withInstanceType, type BareMetalInstance, type FulfillmentClient } from "../../clients/fulfillment";
+import { FINALIZER, MANAGEMENT_STATE_ANNOTATION } from "../../planner/names";
+import type { ClusterOrder } from "../../planner/types";
+import { eventuallyPasses } from "../support/eventually";
+import { startTestLab, type TestLab } from "../support/labEnv";
+import { OrderProbe } from "../support/orderWatch";
+import { cli, pulumiPids, startReconciler, type ReconcilerProcess } from "../support/reconciler";
+
+jest.setTimeout(900_000);
+
+const ready = (o: ClusterOrder | undefined, n: number) =>
+  o?.status?.readyWorkers === n && (o.status.workers ?? []).length === n && (o.status.workers ?? []).every((w) => w.phase === "Ready");
+
+describe("the reconciler on the lab", () => {
+  let t: TestLab;
+  let f: FulfillmentClient;
+  let probe: OrderProbe;
+  let uid = "";
+  let ns = "";
+  const name = "e2e-co";
+  const reconcilers: ReconcilerProcess[] = [];
+  let env: NodeJS.ProcessEnv;
+
+  const start = (id: string) => {
+    const r = startReconciler(env, ["--interval", "5", "--namespace", ns, "--identity", id, "--lease-namespace", ns],
+      path.join(t.lab.logsDir, `reconciler-${id}.log`));
+    reconcilers.push(r);
+    return r;
+  };
+
+  async function sound(): Promise<void> {
+    const inv = await probe.invariants(uid);
+    expect(inv.duplicates).toEqual([]);
+    expect(inv.orphans).toEqual([]);
+  }
+
+  async function converge(n: number, timeoutMs = 240_000): Promise<ClusterOrder> {
+    let last: ClusterOrder | undefined;
+    await eventuallyPasses(async () => {
+      last = await probe.order();
+      expect(ready(last, n)).toBe(true);
+      expect((await probe.invariants(uid)).live).toBe(n);
+    }, timeoutMs, 1_000);
+    await sound();
+    return last!;
+  }
+
+  beforeAll(async () => {
+    t = await startTestLab("e2e");
+    env = { ...t.env, BMW_LOG_LEVEL: "info" };
+    ns = await t.lab.createNamespace(`e2e-${Date.now().toString(36)}`);
+    f = t.lab.fulfillmentClient();
+    probe = new OrderProbe(t.lab.kubeConfig(), ns, name, f);
+  });
+
+  afterAll(async () => {
+    for (const r of reconcilers) await r.stop();
+    f?.close();
+    await t?.stop();
+  });
+
+  it("creates a ClusterOrder's workers in two node sets and reaches Ready", async () => {
+    const sample = await t.lab.createSampleOrder({ namespace: ns, name,
+      nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }, { nodeSet: "gpu", numberOfNodes: 1, instanceType: "gpu" }] });
+    uid = sample.uid;
+    start("a");
+    const o = await converge(3);
+    expect(o.metadata.finalizers).toContain(FINALIZER);
+    expect(o.status?.desiredWorkers).toBe(3);
+    expect(o.status?.conditions?.find((c) => c.type === "InfraEnvReady")?.status).toBe("True");
+    expect(new Set(o.status?.workers?.map((w) => w.nodeSet))).toEqual(new Set(["compute", "gpu"]));
+  });
+
+  it("scales up", async () => {
+    await probe.setCount(0, 3);
+    await converge(4);
+  });
+
+  it("scales down through CAPI's unbinding: the unbound worker's Agent and BMI are deleted", async () => {
+    const before = (await probe.order())!.status!.workers!.map((w) => w.bareMetalInstance!.name);
+    await probe.setCount(0, 2);
+    const after = await converge(3);
+    const kept = after.status!.workers!.map((w) => w.bareMetalInstance!.name);
+    expect(kept.every((b) => before.includes(b))).toBe(true); // no healthy worker was replaced
+    const gone = before.filter((b) => !kept.includes(b));
+    expect(gone).toHaveLength(1);
+    await eventuallyPasses(async () => {
+      const all = await probe.bmis(uid);
+      expect(all.map((b) => b.metadata?.name)).not.toContain(gone[0]);
+    }, 60_000);
+  });
+
+  it("retries a worker whose host allocation failed, with backoff, until it is Ready", async () => {
+    // Occupy every free gpu host, then ask for a second gpu worker: its BMI fails with no host.
+    const blockers: string[] = [];
+    const catalogItem = (await f.catalogItems.listAll(Filter.nameEquals("system-bmi-passthrough")))[0].id;
+    for (let i = 0; i < 3; i++) {
+      const blocker: BareMetalInstance = withInstanceType({
+        metadata: { name: `blocker-${i}`, tenant: "system", labels: { "e2e/blocker": "true" } },
+        spec: { catalog_item: { id: catalogItem }, user_data: "{}",
+          network_attachments: [{ subnet: { id: "acme-workers-subnet" }, interface: "ens2f0", primary: true }] },
+      }, "gpu");
+      const b = await f.bareMetalInstances.create(blocker);
+      blockers.push(b.id);
+    }
+    await probe.setCount(1, 2);
+    await eventuallyPasses(async () => {
+      const o = await probe.order();
+      const failed = o?.status?.workers?.find((w) => w.phase === "Failed");
+      expect(failed?.lastFailureReason).toBeDefined();
+      expect(failed?.nextRetryTime).toBeDefined();
+      expect(o?.status?.conditions?.find((c) => c.type === "WorkersFailed")?.status).toBe("True");
+    }, 120_000, 1_000);
+    await sound();
+    await f.bareMetalInstances.delete(blockers[0]);
+    const o = await converge(4);
+    const retried = o.status!.workers!.filter((w) => w.nodeSet === "gpu").map((w) => w.attemptCount ?? 0);
+    expect(Math.max(...retried)).toBeGreaterThanOrEqual(2);
+    await eventuallyPasses(async () => {
+      const c = (await probe.order())?.status?.conditions?.find((x) => x.type === "WorkersFailed");
+      expect(c?.status).toBe("False");
+    }, 30_000);
+    for (const id of blockers.slice(1)) await f.bareMetalInstances.delete(id);
+  });
+
+  it("pauses on the Unmanaged annotation and previews what it would do", async () => {
+    await probe.annotate(MANAGEMENT_STATE_ANNOTATION, "unmanaged");
+    await new Promise((r) => setTimeout(r, 3_000));
+    await probe.setCount(0, 3);
+    await new Promise((r) => setTimeout(r, 12_000)); // two timer ticks
+    expect((await probe.invariants(uid)).live).toBe(4);
+    const p = await cli(env, ["preview", `${ns}/${name}`]);
+    expect(p.code).toBe(0);
+    expect(p.stdout).toContain("baremetal-workers:BareMetalInstance");
+    expect(p.stdout).toMatch(/\+ .*create/);
+    await probe.annotate(MANAGEMENT_STATE_ANNOTATION, null);
+    await converge(5);
+  });
+
+  it("lists the stack's history with our summaries and rolls back to an earlier desired set", async () => {
+    const h = await cli(env, ["history", `${ns}/${name}`, "--output", "json"]);
+    expect(h.code).toBe(0);
+    const entries = JSON.parse(h.stdout.trim().split("\n").pop()!) as { number: number; message: string; kind: string }[];
+    expect(entries.length).toBeGreaterThanOrEqual(4);
+    expect(entries.map((e) => e.number).sort((a, b) => a - b)).toEqual(entries.map((_, i) => i + 1));
+    const target = entries.filter((e) => e.kind === "update" && e.message.startsWith("desired compute=2,gpu=2;")).pop();
+    expect(target).toBeDefined();
+    const rb = await cli(env, ["rollback", `${ns}/${name}`, "--to", String(target!.number)]);
+    expect(rb.code).toBe(0);
+    expect(rb.stdout).toContain("compute=2, gpu=2");
+    await converge(4);
+    const bad = await cli(env, ["rollback", `${ns}/${name}`, "--to", "9999"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("does not exist");
+    expect((await cli(env, ["unpin", `${ns}/${name}`])).code).toBe(0);
+    await converge(5);
+    const st = await cli(env, ["status", `${ns}/${name}`]);
+    expect(st.stdout).toMatch(/WORKER\s+NODESET\s+PHASE/);
+  });
+
+  it("runs two reconcilers at once without duplicating anything (one leads)", async () => {
+    start("b");
+    await probe.setCount(0, 4);
+    await converge(6);
+  });
+
+  it("converges after kill -9 of the leader during an update", async () => {
+    await probe.setCount(0, 5);
+    let killed = false;
+    await eventuallyPasses(async () => {
+      for (const r of reconcilers.filter((x) => !x.exited())) {
+        if (pulumiPids(r.pid).length > 0) {
+          r.kill9();
+          killed = true;
+        }
+      }
+      expect(killed).toBe(true);
+    }, 120_000, 100);
+    start("c");
+    await converge(7, 300_000);
+  });
+
+  it("deletes the ClusterOrder through the finalizer: every BMI gone first", async () => {
+    await probe.delete();
+    await eventuallyPasses(async () => {
+      expect(await probe.order()).toBeUndefined();
+    }, 240_000, 1_000);
+    // The finalizer waited until each BMI was really gone, not merely being deleted.
+    expect(await probe.bmis(uid)).toEqual([]);
+  });
+});

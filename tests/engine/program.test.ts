@@ -1,0 +1,88 @@
+// The program on the real engine and the lab (issue 5): `up` creates the BMIs of a 3-worker ClusterOrder,
+// an `up` with nothing new changes nothing, a scale change gives the expected preview diff, and the
+// workers reach Ready through the reconcile path.
+import * as k8s from "@kubernetes/client-node";
+import { App } from "../../automation/app";
+import { ORDER_LABEL } from "../../planner/names";
+import type { ClusterOrder } from "../../planner/types";
+import { Filter } from "../../clients/fulfillment";
+import { eventuallyPasses } from "../support/eventually";
+import { startTestLab, type TestLab } from "../support/labEnv";
+
+jest.setTimeout(600_000);
+
+describe("the program of one ClusterOrder's stack", () => {
+  let t: TestLab;
+  let app: App;
+  const ref = { namespace: "", name: "engine-co" };
+
+  beforeAll(async () => {
+    t = await startTestLab("engine");
+    ref.namespace = await t.lab.createNamespace(`engine-${Date.now().toString(36)}`);
+    await t.lab.createSampleOrder({ namespace: ref.namespace, name: ref.name,
+      nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }, { nodeSet: "gpu", numberOfNodes: 1, instanceType: "gpu" }] });
+    app = new App({ env: t.env, stateDir: t.stateDir });
+  });
+
+  afterAll(async () => {
+    app?.close();
+    await t?.stop();
+  });
+
+  async function orderBmis() {
+    const order = (await app.kube.getClusterOrder(ref.namespace, ref.name))!;
+    const f = t.lab.fulfillmentClient();
+    try {
+      return await f.bareMetalInstances.listAll(Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid }));
+    } finally {
+      f.close();
+    }
+  }
+
+  it("creates the InfraEnv first, then the three BMIs once the ignition exists, and a repeat changes nothing", async () => {
+    const first = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; test" });
+    expect(first.changes.create).toBeGreaterThanOrEqual(1); // the InfraEnv (and NodePool patches)
+    // The lab's assisted-service sets the ignition URL on the InfraEnv.
+    await eventuallyPasses(async () => {
+      const ie = (await app.kube.listInfraEnvs(ref.namespace))[0];
+      expect(ie?.status?.bootArtifacts?.discoveryIgnitionURL).toMatch(/^https:/);
+    }, 30_000);
+    const second = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; test" });
+    const bmis = await orderBmis();
+    expect(bmis).toHaveLength(3);
+    expect(new Set(bmis.map((b) => b.metadata?.name)).size).toBe(3);
+    expect(second.changes.create).toBeGreaterThanOrEqual(3);
+    // The fence recorded each slot as Attempted before its Create.
+    const order = (await app.kube.getClusterOrder(ref.namespace, ref.name)) as ClusterOrder;
+    expect(order.status?.workers).toHaveLength(3);
+    expect(order.status?.workers?.every((w) => w.bmiCreateState === "Attempted")).toBe(true);
+  });
+
+  it("reaches Ready through reconciles, after which an up changes nothing", async () => {
+    await eventuallyPasses(async () => {
+      await app.reconcile(ref);
+      const o = (await app.kube.getClusterOrder(ref.namespace, ref.name))!;
+      expect(o.status?.readyWorkers).toBe(3);
+    }, 180_000, 1_000);
+    const again = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; steady" });
+    expect({ ...again.changes, same: 0 }).toEqual({ create: 0, update: 0, delete: 0, replace: 0, same: 0 });
+    expect(await orderBmis()).toHaveLength(3);
+  });
+
+  it("previews a scale-up as one BMI create and a NodePool replicas update", async () => {
+    const kc = t.lab.kubeConfig();
+    const api = kc.makeApiClient(k8s.CustomObjectsApi);
+    await api.patchNamespacedCustomObject({
+      group: "osac.openshift.io", version: "v1alpha1", namespace: ref.namespace, plural: "clusterorders", name: ref.name,
+      body: [{ op: "replace", path: "/spec/nodeRequests/0/numberOfNodes", value: 3 }],
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch));
+    const p = await app.preview(ref);
+    expect(p.changeSummary.create).toBe(1);
+    expect(p.changeSummary.update).toBe(1);
+    expect(p.stdout).toContain("baremetal-workers:BareMetalInstance");
+    expect(p.stdout).toMatch(/replicas\s*:\s*2\s*=>\s*3/);
+    // Preview wrote nothing: still three BMIs and three status entries.
+    expect(await orderBmis()).toHaveLength(3);
+    expect((await app.kube.getClusterOrder(ref.namespace, ref.name))!.status?.workers).toHaveLength(3);
+  });
+});
