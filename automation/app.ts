@@ -93,15 +93,19 @@ export class App {
   readonly settings: ProgramSettings;
   readonly memory = new Map<string, OrderMemory>();
   readonly stateDir: string;
+  private readonly env: NodeJS.ProcessEnv;
 
   constructor(opts: AppOptions = {}) {
     const env = opts.env ?? process.env;
+    this.env = env;
     this.settings = programSettings(env);
     this.config = plannerConfigFromEnv(env);
     this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
     this.fulfillment = new FulfillmentClient(connectionOptions(this.settings.fulfillment));
     this.stateDir = opts.stateDir ?? defaultStateDir(env);
     this.stacks = new StackManager({
+      // Per-stack config files live beside the state, not in the (possibly read-only) project directory.
+      workDir: env.BMW_WORK_DIR || path.join(this.stateDir, "project"),
       stateDir: opts.backendUrl ? undefined : this.stateDir,
       backendUrl: opts.backendUrl,
       passphraseFile: passphraseFileFor(opts, this.stateDir, env),
@@ -115,6 +119,11 @@ export class App {
       async up(ref, o) {
         await stacks.recover(ref);
         return stacks.up(ref, { message: o.message });
+      },
+      async refresh(ref) {
+        if (!(await stacks.stackExists(ref))) return;
+        await stacks.recover(ref);
+        await stacks.refresh(ref, { message: "refresh: detect drift" });
       },
       async destroy(ref) {
         await stacks.recover(ref);
@@ -135,6 +144,8 @@ export class App {
     return {
       kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
       ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory,
+      refreshIntervalMs: Number(this.env.BMW_REFRESH_INTERVAL_MS ?? 600_000),
+      bmiDeleteTimeoutMs: Number(this.env.BMW_BMI_DELETE_TIMEOUT_MS ?? 600_000),
     };
   }
 

@@ -153,12 +153,22 @@ export class LeaderElector {
    * every other error is thrown.
    */
   async tryAcquireOrRenew(): Promise<boolean> {
+    try {
+      const held = await this.attempt();
+      this.reachable = true;
+      return held;
+    } catch (e) {
+      this.reachable = false;
+      throw e;
+    }
+  }
+
+  private async attempt(): Promise<boolean> {
     const { client, namespace, name, identity } = this.opts;
     const leaseSeconds = this.leaseMs / 1000;
     const nowMs = this.now();
     const stamp = microTime(new Date(nowMs));
     const current = await client.getLease(namespace, name);
-    this.reachable = true;
     if (!current) {
       try {
         const created = await client.createLease({
@@ -246,7 +256,6 @@ export class LeaderElector {
       held = await this.tryAcquireOrRenew();
       this.lastErrorText = undefined;
     } catch (e) {
-      this.reachable = false;
       this.logError(e);
     }
     // Leadership is updated even when stopping, so stop() knows whether there is a Lease to release.

@@ -20,7 +20,9 @@ export interface UpResult {
 /** The stack operations a reconcile needs (automation/stacks.ts implements them on the Automation API). */
 export interface StackRunner {
   up(ref: OrderRef, opts: { message: string }): Promise<UpResult>;
-  destroy(ref: OrderRef, opts: { env: Record<string, string> }): Promise<void>;
+  destroy(ref: OrderRef): Promise<void>;
+  /** `pulumi refresh`: reconcile the stack's state with the live BMIs, Agents and hub objects (drift). */
+  refresh(ref: OrderRef): Promise<void>;
   removeStack(ref: OrderRef): Promise<void>;
   /** Extra program input (a rollback pin), undefined when none. */
   pinnedNodeSets(ref: OrderRef): Promise<Record<string, number> | undefined>;
@@ -36,6 +38,8 @@ export interface ReconcileDeps {
   /** Memory kept between reconciles of the same order (fingerprints, error counts). */
   memory: Map<string, OrderMemory>;
   bmiDeleteTimeoutMs?: number;
+  /** How often a stack is refreshed to detect drift made outside Pulumi (default 10 min; 0 = never). */
+  refreshIntervalMs?: number;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -110,8 +114,16 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
       message: `Agents of ${unidentified.join(", ")} cannot be identified right now; no update until they can` };
   }
 
+  const nowMs = (deps.now?.() ?? new Date()).getTime();
+  const refreshEvery = deps.refreshIntervalMs ?? 600_000;
+  const refreshDue = refreshEvery > 0 && (mem.lastRefreshAt === undefined || nowMs - mem.lastRefreshAt >= refreshEvery);
+  if (refreshDue) {
+    // Drift (a BMI deleted or changed outside Pulumi) becomes visible to the next update's diff.
+    await deps.stacks.refresh(ref);
+    mem.lastRefreshAt = nowMs;
+  }
   const fp = fingerprint(plan);
-  if (fp === mem.lastFingerprint && plan.fence.length === 0) {
+  if (!refreshDue && fp === mem.lastFingerprint && plan.fence.length === 0) {
     await report(deps, snapshot, plan);
     return { action: "skipped", plan, requeueAt };
   }
@@ -155,7 +167,7 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder)
   if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) return { action: "gone" };
   // 1. Destroy the stack: bindings (Agents may go: the cluster is being deleted), then every BMI, each
   //    delete waiting until the BMI is really gone.
-  await deps.stacks.destroy(ref, { env: { BMW_CLUSTER_DELETING: "1" } });
+  await deps.stacks.destroy(ref);
   // 2. BMIs of this order that the stack never recorded (a create whose response was lost, a kill).
   const leftovers = await deps.fulfillment.bareMetalInstances.listAll(
     Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })));

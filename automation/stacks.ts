@@ -313,10 +313,11 @@ export class StackManager {
   /**
    * Makes a stack usable after its runner died: deletes stale lock files (file backend only; live
    * locks are reported in `locks.held` and left alone) and clears pending operations. Safe to call
-   * before every run; it does nothing when nothing is wrong. See locks.ts for why this never
-   * duplicates a BareMetalInstance.
+   * before every run; it does nothing when nothing is wrong, and does not create a missing stack.
+   * See locks.ts for why this never duplicates a BareMetalInstance.
    */
   async recover(ref: OrderRef, policy: StaleLockPolicy = {}): Promise<RecoveryReport> {
+    if (!this.stacks.has(this.stackName(ref)) && !(await this.stackExists(ref))) return { pendingCleared: [] };
     const stack = await this.ensureStack(ref);
     return this.perStack.run(stack.name, async () => {
       const stateDir = stateDirOf(this.backendUrl);

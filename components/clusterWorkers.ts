@@ -38,7 +38,6 @@ export class ClusterWorkers extends pulumi.ComponentResource {
           name: ie.name,
           namespace: ie.namespace,
           ownerReferences: [{ ...ie.owner, blockOwnerDeletion: false, controller: true }],
-          annotations: { "pulumi.com/patchFieldManager": FIELD_MANAGER },
         },
         // Late binding: no clusterRef; Agents register unbound and are bound one by one.
         spec: {

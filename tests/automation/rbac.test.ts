@@ -3,12 +3,25 @@
 // cannot list Secrets cluster-wide, delete Namespaces or write outside its grants.
 import * as k8s from "@kubernetes/client-node";
 import { Kube } from "../../clients/kube";
+import { kubeReachable } from "../../automation/health";
 import { LeaderElector } from "../../automation/leader";
 import { createTestNamespace, kubeConfig } from "../support/kube";
 import { loadReconcilerRbac, reconcilerServiceAccount, ReconcilerIdentity } from "../support/rbac";
 
 function code(e: unknown): number | undefined {
   return (e as { code?: number }).code;
+}
+
+/** The test plane's apiserver answers 429 "storage is (re)initializing" for a CRD's first seconds. */
+async function settled<T>(call: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await call();
+    } catch (e) {
+      if (code(e) !== 429 || i >= 50) throw e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }
 
 async function denied(p: Promise<unknown>): Promise<number | undefined> {
@@ -49,6 +62,8 @@ describe("deploy/reconciler.yaml RBAC", () => {
   it("authenticates as the ServiceAccount", async () => {
     const review = await id.kc.makeApiClient(k8s.AuthenticationV1Api).createSelfSubjectReview({ body: {} });
     expect(review.status?.userInfo?.username).toBe(id.username);
+    // the readiness probe's API check works with this identity
+    expect(await kubeReachable(id.kc)).toMatchObject({ ok: true, detail: expect.stringMatching(/^kube-apiserver v1\.36/) });
   });
 
   it("can patch ClusterOrder status and the finalizer, and work with Agents, InfraEnvs, NodePools, Events", async () => {
@@ -70,25 +85,38 @@ describe("deploy/reconciler.yaml RBAC", () => {
       body: { apiVersion: "agent-install.openshift.io/v1beta1", kind: "InfraEnv", metadata: { name: "order1-infraenv" },
         spec: { pullSecretRef: { name: "order1-pull-secret" } } } });
     await custom.deleteNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "infraenvs", name: "order1-infraenv" });
+    // what @pulumi/kubernetes does in server-side-apply mode: a dry-run apply (preview), then an apply that creates
+    const apply = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply);
+    const infraEnv = { apiVersion: "agent-install.openshift.io/v1beta1", kind: "InfraEnv", metadata: { name: "order1-infraenv", namespace: ns },
+      spec: { pullSecretRef: { name: "order1-pull-secret" } } };
+    for (const dryRun of ["All", undefined]) {
+      await custom.patchNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "infraenvs",
+        name: "order1-infraenv", body: infraEnv, fieldManager: "baremetal-workers", force: true, dryRun }, apply);
+    }
+    await adminCustom.createNamespacedCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", namespace: ns, plural: "nodepools",
+      body: { apiVersion: "hypershift.openshift.io/v1beta1", kind: "NodePool", metadata: { name: "np1" },
+        spec: { clusterName: "c", replicas: 0, management: { upgradeType: "InPlace" }, platform: { type: "Agent" }, release: { image: "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64" } } } });
+    const replicas = { apiVersion: "hypershift.openshift.io/v1beta1", kind: "NodePool", metadata: { name: "np1", namespace: ns }, spec: { replicas: 2 } };
+    const patched = await custom.patchNamespacedCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", namespace: ns,
+      plural: "nodepools", name: "np1", body: replicas, fieldManager: "baremetal-workers", force: true }, apply) as { spec: { replicas: number } };
+    expect(patched.spec.replicas).toBe(2);
 
     await adminCustom.createNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "agents",
-      body: { apiVersion: "agent-install.openshift.io/v1beta1", kind: "Agent", metadata: { name: "agent1" }, spec: { approved: false } } });
+      body: { apiVersion: "agent-install.openshift.io/v1beta1", kind: "Agent", metadata: { name: "agent1" }, spec: { approved: false, role: "worker" } } });
     await custom.patchNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "agents",
       name: "agent1", body: { spec: { approved: true } } }, merge);
     await custom.deleteNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", namespace: ns, plural: "agents", name: "agent1" });
 
-    await custom.listNamespacedCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", namespace: ns, plural: "nodepools" });
-    await custom.listClusterCustomObject({ group: "hive.openshift.io", version: "v1", plural: "clusterdeployments" });
+    await settled(() => custom.listNamespacedCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", namespace: ns, plural: "nodepools" }));
+    await settled(() => custom.listClusterCustomObject({ group: "hive.openshift.io", version: "v1", plural: "clusterdeployments" }));
+    await settled(() => custom.listClusterCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", plural: "hostedclusters" }));
 
     await admin.makeApiClient(k8s.CoreV1Api).createNamespacedSecret({ namespace: ns, body: { metadata: { name: "order1-pull-secret" },
       stringData: { ".dockerconfigjson": "{}" }, type: "kubernetes.io/dockerconfigjson" } });
     expect((await kube.getSecret(ns, "order1-pull-secret"))?.metadata.name).toBe("order1-pull-secret");
 
-    await id.kc.makeApiClient(k8s.EventsV1Api).createNamespacedEvent({ namespace: ns, body: {
-      metadata: { generateName: "order1." }, eventTime: new k8s.V1MicroTime(), reportingController: "osac.openshift.io/baremetal-workers",
-      reportingInstance: "test", action: "Reconcile", reason: "WorkerCreated", type: "Normal", note: "created",
-      regarding: { apiVersion: "osac.openshift.io/v1alpha1", kind: "ClusterOrder", namespace: ns, name: "order1" },
-    } });
+    const order = (await kube.getClusterOrder(ns, "order1"))!;
+    expect(await kube.createEvent(order, { type: "Normal", reason: "WorkerCreated", message: "created", name: "order1.workercreated" })).toBe(true);
   });
 
   it("can hold its Lease in its own namespace only", async () => {

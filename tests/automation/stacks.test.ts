@@ -21,6 +21,8 @@ describe("StackManager on a file backend", () => {
 
   it("creates one stack per order, named from namespace and name, with its clusterOrder config", async () => {
     expect(await sb.manager.stackExists(ORDER)).toBe(false);
+    expect(await sb.manager.recover(ORDER)).toEqual({ pendingCleared: [] }); // nothing to recover, nothing created
+    expect(await sb.manager.stackExists(ORDER)).toBe(false);
     const stack = await sb.manager.ensureStack(ORDER);
     expect(stack.name).toBe("ns1--order1");
     expect(await sb.manager.stackExists(ORDER)).toBe(true);

@@ -62,7 +62,11 @@ describe("the program of one ClusterOrder's stack", () => {
     await eventuallyPasses(async () => {
       await app.reconcile(ref);
       const o = (await app.kube.getClusterOrder(ref.namespace, ref.name))!;
-      expect(o.status?.readyWorkers).toBe(3);
+      const agents = (await app.kube.listAgents(ref.namespace)).map((a) => `${a.metadata?.name}:${a.status?.debugInfo?.state}:${a.spec?.clusterDeploymentName?.name ?? "-"}`);
+      // The whole picture in the failure message: phases, reasons, conditions, Agents.
+      const picture = { ready: o.status?.readyWorkers, workers: o.status?.workers?.map((w) => `${w.name}:${w.phase}:${w.lastFailureReason ?? ""}`),
+        conditions: o.status?.conditions?.filter((c) => c.status === "True").map((c) => `${c.type}:${c.message}`), agents };
+      if (picture.ready !== 3) throw new Error(`not Ready yet: ${JSON.stringify(picture)}`);
     }, 180_000, 1_000);
     const again = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; steady" });
     expect({ ...again.changes, same: 0 }).toEqual({ create: 0, update: 0, delete: 0, replace: 0, same: 0 });
@@ -77,8 +81,11 @@ describe("the program of one ClusterOrder's stack", () => {
       body: [{ op: "replace", path: "/spec/nodeRequests/0/numberOfNodes", value: 3 }],
     }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch));
     const p = await app.preview(ref);
-    expect(p.changeSummary.create).toBe(1);
+    // One new worker: its BareMetalWorker component and its BMI; the compute NodePool's replicas patch.
+    if (p.changeSummary.create !== 2) throw new Error(p.stdout);
+    expect(p.changeSummary.create).toBe(2);
     expect(p.changeSummary.update).toBe(1);
+    expect(p.changeSummary.delete ?? 0).toBe(0);
     expect(p.stdout).toContain("baremetal-workers:BareMetalInstance");
     expect(p.stdout).toMatch(/replicas\s*:\s*2\s*=>\s*3/);
     // Preview wrote nothing: still three BMIs and three status entries.

@@ -80,7 +80,8 @@ test("a host booting the InfraEnv's ignition registers an Agent with its MACs; d
   const bmiMacs = (bmi.status?.hardware?.nics ?? []).map((nic) => nic.mac);
   expect(bmiMacs.length).toBe(3);
 
-  const agent = await eventually(async () => (await agentsIn(kube, n))[0], 10_000);
+  // Like the real service, the Agent is created first and its status reported right after.
+  const agent = await eventually(async () => (await agentsIn(kube, n)).find((a) => a.status?.inventory), 10_000);
   expect(agent.metadata.name).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
   expect(agent.metadata.labels?.["infraenvs.agent-install.openshift.io"]).toBe("o3-infraenv");
   expect(agent.spec?.approved).toBe(false);
@@ -122,7 +123,7 @@ test("a BMI booted with the ignition of a recreated InfraEnv never registers; th
   expect(await agentsIn(kube, n)).toEqual([]);
 
   const freshBmi = await bootBmi(client, (await httpsGet(fresh.url, ca)).body);
-  const agent = await eventually(async () => (await agentsIn(kube, n))[0], 10_000);
+  const agent = await eventually(async () => (await agentsIn(kube, n)).find((a) => a.status?.inventory), 10_000);
   const freshMacs = (freshBmi.status?.hardware?.nics ?? []).map((x) => x.mac).sort();
   expect((agent.status?.inventory?.interfaces ?? []).map((i) => i.macAddress.toLowerCase()).sort()).toEqual(freshMacs);
   expect(await agentsIn(kube, n)).toHaveLength(1);

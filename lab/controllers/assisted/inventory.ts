@@ -37,7 +37,7 @@ export function inventoryLabels(host: BootedHost): Record<string, string> {
     [`${INV}/cpu-architecture`]: "x86_64",
     [`${INV}/cpu-virtenabled`]: "true",
     [`${INV}/host-isvirtual`]: "false",
-    [`${INV}/host-manufacturer`]: gpu ? "DellInc." : "Supermicro",
+    [`${INV}/host-manufacturer`]: gpu ? "DellInc" : "Supermicro",
     [`${INV}/host-productname`]: gpu ? "PowerEdgeXE9680" : "SYS-120U-TNR",
     [`${INV}/storage-hasnonrotationaldisk`]: "true",
   };
