@@ -8,10 +8,11 @@ import { Kube, loadKubeConfig } from "./clients/kube";
 import { ConflictError } from "./clients/kube";
 import { ClusterWorkers } from "./components/clusterWorkers";
 import { connectionOptions } from "./providers/bareMetalInstanceOps";
+import { failpoint } from "./automation/failpoints";
 import { observe, parseOrderRef } from "./automation/observe";
 import { programSettings } from "./automation/settings";
 import { desiredSetOf, writeFence } from "./automation/status";
-import { plan as makePlan, plannerConfigFromEnv } from "./planner";
+import { fingerprint, plan as makePlan, plannerConfigFromEnv } from "./planner";
 import { withPin } from "./planner/pin";
 
 export = async () => {
@@ -43,6 +44,7 @@ export = async () => {
       try {
         // Persist "Attempted" before any Create can reach the service (conditional on resourceVersion).
         await writeFence(kube, snapshot.order, plan);
+        failpoint("program.afterFence"); // fault suite: killed after the fence, before any Create
       } catch (err) {
         if (!(err instanceof ConflictError)) throw err;
         pulumi.log.warn(`ClusterOrder ${ref.namespace}/${ref.name} changed while planning; ` +
@@ -57,7 +59,12 @@ export = async () => {
       fulfillment: settings.fulfillment,
       kubeconfigPath: settings.kubeconfigPath,
     });
-    return { clusterOrder: `${ref.namespace}/${ref.name}`, desiredSet: desiredSetOf(withPin(snapshot.order, pin), plan, workers) };
+    return {
+      clusterOrder: `${ref.namespace}/${ref.name}`,
+      desiredSet: desiredSetOf(withPin(snapshot.order, pin), plan, workers),
+      // What this update declared; the loop skips the next `up` while its own plan hashes the same.
+      fingerprint: fingerprint({ ...plan, workers }),
+    };
   } finally {
     fulfillment.close();
   }

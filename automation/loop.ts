@@ -131,8 +131,10 @@ export class ReconcileLoop {
     }, (err?: unknown) => {
       // client-node's watch ends on errors and on server timeouts: restart it (the timer covers the gap).
       if (this.stopped) return;
-      if (err) this.opts.log("warn", `watch of ${kind} ended; restarting`, { error: String(err) });
-      setTimeout(() => this.watch(kind, path), err ? 2_000 : 0);
+      // client-node ends a watch after 30 s without events (TimeoutError): a normal end, restart at once.
+      const quiet = !err || /TimeoutError|timeout/i.test(String(err));
+      if (!quiet) this.opts.log("warn", `watch of ${kind} ended; restarting`, { error: String(err) });
+      setTimeout(() => this.watch(kind, path), quiet ? 0 : 2_000);
     });
     this.stops.push(stop);
   }

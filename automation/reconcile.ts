@@ -10,11 +10,13 @@ import { FINALIZER, INFRAENV_UID_ANNOTATION, ORDER_LABEL, UNBINDING_STATE } from
 import { withPin } from "../planner/pin";
 import type { ClusterOrder, Plan, PlannerConfig, Snapshot } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "./observe";
+import { failpoint } from "./failpoints";
 import { recordEvents, writeStatus } from "./status";
 
 export interface UpResult {
   changes: { create: number; update: number; delete: number; replace: number; same: number };
   durationMs: number;
+  outputs?: Record<string, unknown>;
 }
 
 /** The stack operations a reconcile needs (automation/stacks.ts implements them on the Automation API). */
@@ -73,6 +75,7 @@ async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemo
 async function report(deps: ReconcileDeps, snapshot: Snapshot, plan: Plan): Promise<void> {
   const order = snapshot.order;
   await writeStatus(deps.kube, order, plan);
+  failpoint("report.afterStatusWrite"); // fault suite: killed between the status and the events
   await recordEvents(deps.kube, order, plan);
   // Remember which InfraEnv the current ignition came from, so a recreated one is detected (stale ignition).
   if (snapshot.infraEnv && order.metadata.annotations?.[INFRAENV_UID_ANNOTATION] !== snapshot.infraEnv.uid) {
@@ -128,11 +131,16 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     return { action: "skipped", plan, requeueAt };
   }
 
+  failpoint("reconcile.beforeUp"); // fault suite: killed after planning, before `up`
   const up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan) });
+  failpoint("reconcile.afterUp"); // fault suite: killed between `up` and the status write
   // Observe again: the status written is the state after the update, not the intention before it.
   const after = await observeAndPlan(deps, ref, mem);
   await report(deps, after.snapshot, after.plan);
-  mem.lastFingerprint = after.plan.fence.length === 0 ? fingerprint(after.plan) : undefined;
+  failpoint("reconcile.afterStatus"); // fault suite: killed after the report
+  // Remember a fingerprint only when the world did not move during `up`: the program declared from its own
+  // observation, and a plan that changed since (an Agent registered meanwhile) must not be taken as applied.
+  mem.lastFingerprint = after.plan.fence.length === 0 && fingerprint(after.plan) === fp ? fp : undefined;
   return { action: "up", plan: after.plan, up, requeueAt: after.plan.requeueAt ? new Date(after.plan.requeueAt) : requeueAt };
 }
 
@@ -167,7 +175,9 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder)
   if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) return { action: "gone" };
   // 1. Destroy the stack: bindings (Agents may go: the cluster is being deleted), then every BMI, each
   //    delete waiting until the BMI is really gone.
+  failpoint("finalize.beforeDestroy"); // fault suite: killed before the stack is destroyed
   await deps.stacks.destroy(ref);
+  failpoint("finalize.afterDestroy"); // fault suite: killed after destroy, before the leftover sweep
   // 2. BMIs of this order that the stack never recorded (a create whose response was lost, a kill).
   const leftovers = await deps.fulfillment.bareMetalInstances.listAll(
     Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })));
@@ -186,6 +196,7 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder)
         requeueAt: new Date(Date.now() + 10_000) };
     }
   }
+  failpoint("finalize.afterBmiCleanup"); // fault suite: killed after the leftover BMIs are gone
   // 3. Leftover Agents of our workers (the cascade may not remove them; design §5.3 conflict).
   for (const agent of await deps.kube.listAgents(ref.namespace)) {
     const ours = agent.metadata?.labels?.[ORDER_LABEL] === order.metadata.uid;
@@ -198,9 +209,11 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder)
       return { action: "requeue", requeueAt: new Date(Date.now() + 1_000), message: "an Agent changed during cleanup" };
     }
   }
+  failpoint("finalize.afterAgents"); // fault suite: killed after the Agent sweep, before the finalizer is dropped
   // 4. Release the order, then forget the stack.
   await deps.kube.patchClusterOrderMetadata(ref,
     { finalizers: (order.metadata.finalizers ?? []).filter((f) => f !== FINALIZER) }, order.metadata.resourceVersion);
+  failpoint("finalize.afterFinalizerRemoval"); // fault suite: killed after the finalizer is dropped, before the stack is removed
   await deps.stacks.removeStack(ref);
   deps.memory.delete(key(ref));
   return { action: "deleted" };

@@ -23,6 +23,7 @@ export interface RunOptions extends AppOptions {
 }
 
 export async function runLoop(opts: RunOptions): Promise<void> {
+  process.env.BMW_FAILPOINT_PGID = String(process.pid); // fault suite: started detached, so our pid is our process group
   const log = createLogger({ name: "reconciler" });
   const app = await createApp(opts);
   const metrics = new ReconcilerMetrics();

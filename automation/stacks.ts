@@ -213,6 +213,13 @@ export class StackManager {
 
   async stackExists(ref: OrderRef): Promise<boolean> {
     const name = this.stackName(ref);
+    const stateDir = stateDirOf(this.backendUrl);
+    if (stateDir) {
+      // Look for this stack's checkpoint only: `pulumi stack ls` parses every stack's checkpoint, so one
+      // corrupted file would fail the reconcile of every other ClusterOrder too.
+      const dirs = [path.join(stateDir, ".pulumi", "stacks", this.projectName), path.join(stateDir, ".pulumi", "stacks")];
+      return dirs.some((d) => [".json", ".json.gz"].some((ext) => fs.existsSync(path.join(d, `${name}${ext}`))));
+    }
     const ws = await this.ws();
     const list = await ws.listStacks();
     return list.some((s) => s.name === name || s.name.endsWith(`/${name}`));

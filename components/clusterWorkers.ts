@@ -57,7 +57,9 @@ export class ClusterWorkers extends pulumi.ComponentResource {
           annotations: { "pulumi.com/patchForce": "true", "pulumi.com/patchFieldManager": FIELD_MANAGER },
         },
         spec: { replicas },
-      }, { parent: this, provider });
+        // Dropping the patch from the program must never release spec.replicas (CAPI would scale the
+        // NodePool to its default): a removed patch only leaves the stack.
+      }, { parent: this, provider, retainOnDelete: true });
     }
 
     for (const worker of plan.workers) {

@@ -122,6 +122,11 @@ function existingDeclarations(snapshot: Snapshot, gates: Gates, entries: readonl
   return out;
 }
 
+function observedReplicas(snapshot: Snapshot): Record<string, number> {
+  const sets = new Set((snapshot.order.spec.nodeRequests ?? []).map((r) => r.nodeSet));
+  return Object.fromEntries(snapshot.nodePools.filter((np) => np.nodeSet !== undefined && sets.has(np.nodeSet)).map((np) => [np.name, np.replicas]));
+}
+
 function planPaused(snapshot: Snapshot, paused: { reason: string; message: string }, conditions: ConditionInput[], requeueMs?: number): Plan {
   const nowMs = snapshot.now.getTime();
   const gates = evaluateGates(snapshot);
@@ -131,7 +136,8 @@ function planPaused(snapshot: Snapshot, paused: { reason: string; message: strin
   return {
     paused,
     infraEnv: desiredInfraEnv(snapshot.order),
-    nodePoolReplicas: {},
+    // Paused means "declare what is there": the NodePools of the order's node sets keep their replicas.
+    nodePoolReplicas: observedReplicas(snapshot),
     workers: existingDeclarations(snapshot, gates, workers),
     status: {
       workers, desiredWorkers: desired, currentWorkers: c.current, readyWorkers: c.ready,

@@ -5,6 +5,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { isConflict, isNotFound, Kube, loadKubeConfig } from "../clients/kube";
 import type { AgentObject, AgentPatch } from "../clients/kube";
+import { failpoint } from "../automation/failpoints";
 import { AGENT_BAREMETAL_LABEL, ORDER_LABEL, UNBINDING_STATE, WORKER_NAME_LABEL } from "../planner/names";
 import type { DesiredBinding } from "../planner/types";
 
@@ -112,6 +113,7 @@ export async function bind(kube: Kube, inputs: AgentBindingInputs, hooks: BindHo
     // Already ours and re-pointed by CAPI's agent provider: keep its ClusterDeployment.
     if (agent.spec?.clusterDeploymentName?.name) delete patch.spec!.clusterDeploymentName;
     await hooks.beforePatch?.(agent);
+    failpoint("binding.beforePatch"); // fault suite: killed before the Agent is bound
     try {
       return await kube.patchAgent(inputs.agentNamespace, inputs.agentName, patch, agent.metadata.resourceVersion ?? "");
     } catch (err) {
@@ -146,6 +148,7 @@ export function diff(_id: string, olds: AgentBindingInputs, news: AgentBindingIn
 
 export async function create(inputs: AgentBindingInputs): Promise<pulumi.dynamic.CreateResult<AgentBindingOutputs>> {
   const agent = await bind(kubeFor(inputs.kubeconfigPath), inputs);
+  failpoint("binding.create.afterPatch"); // fault suite: the Agent is bound, the engine never hears of it
   return { id: `${inputs.agentNamespace}/${inputs.agentName}`, outs: outputsOf(inputs, agent) };
 }
 
@@ -181,6 +184,7 @@ export async function remove(_id: string, props: AgentBindingOutputs): Promise<v
     if (!clusterDeleting && !DELETABLE_STATES.includes(state)) return;
     try {
       await kube.deleteAgent(props.agentNamespace, props.agentName, { uid: agent.metadata.uid ?? "", resourceVersion: agent.metadata.resourceVersion });
+      failpoint("binding.delete.afterDelete"); // fault suite: the Agent is deleted, the engine never hears of it
       return;
     } catch (err) {
       if (isNotFound(err)) return;

@@ -8,6 +8,7 @@ import {
   SYSTEM_TENANT, withDiskImage, withInstanceType,
 } from "../clients/fulfillment";
 import type { BareMetalInstance, BareMetalInstanceOut } from "../clients/fulfillment/types";
+import { failpoint } from "../automation/failpoints";
 import { ORDER_LABEL } from "../planner/names";
 import type { DesiredBmi, ObservedBmi } from "../planner/types";
 
@@ -70,6 +71,8 @@ export function connectionOptions(conn: FulfillmentConnection): FulfillmentClien
     address: conn.address,
     transport: conn.plaintext ? { kind: "plaintext" } : { kind: "tls", caFile: conn.caFile },
     tokenFile: conn.tokenFile,
+    // Per-call deadline override (BMW_FULFILLMENT_DEADLINE_MS), e.g. for the fault suite's latency faults.
+    ...(process.env.BMW_FULFILLMENT_DEADLINE_MS ? { deadlineMs: envMs("BMW_FULFILLMENT_DEADLINE_MS", 30_000) } : {}),
   };
 }
 
@@ -221,7 +224,9 @@ export async function create(inputs: BareMetalInstanceInputs): Promise<pulumi.dy
       throw err;
     }
     const object = withDiskImage(desiredObject(inputs), image);
+    failpoint("bmi.create.beforeCall"); // fault suite: killed before the Create reaches the service
     const { bmi } = await createOrAdopt(c.bareMetalInstances, object, { ownerLabels: { [ORDER_LABEL]: inputs.labels[ORDER_LABEL] } });
+    failpoint("bmi.create.afterCommit"); // fault suite: the BMI exists, the engine never hears of it
     return { id: bmi.id, outs: outputsOf(inputs, bmi) };
   });
 }
@@ -233,6 +238,7 @@ export async function read(id: string, props: BareMetalInstanceOutputs): Promise
   return withClient(props.connection, async (c) => {
     try {
       const bmi = await c.bareMetalInstances.get(id);
+      failpoint("bmi.read.afterGet"); // fault suite: killed during a refresh
       const labels = { ...(bmi.metadata?.labels ?? {}) };
       const annotations = { ...(bmi.metadata?.annotations ?? {}) };
       // The proposal fallbacks are the client's bookkeeping, not the program's inputs.
@@ -273,12 +279,14 @@ export async function remove(id: string, props: BareMetalInstanceOutputs): Promi
   const timeoutMs = envMs("BMW_BMI_DELETE_TIMEOUT_MS", DEFAULT_DELETE_TIMEOUT_MS);
   const pollMs = envMs("BMW_BMI_DELETE_POLL_MS", DEFAULT_DELETE_POLL_MS);
   await withClient(props.connection, async (c) => {
+    failpoint("bmi.delete.beforeCall"); // fault suite: killed before the Delete reaches the service
     try {
       await c.bareMetalInstances.delete(id);
     } catch (err) {
       if (err instanceof NotFoundError) return;
       throw err;
     }
+    failpoint("bmi.delete.afterCall"); // fault suite: the Delete was accepted, the engine never hears of it
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       try {
@@ -287,6 +295,7 @@ export async function remove(id: string, props: BareMetalInstanceOutputs): Promi
         if (err instanceof NotFoundError) return;
         throw err;
       }
+      failpoint("bmi.delete.waiting"); // fault suite: killed while waiting for the BMI to be gone
       if (Date.now() >= deadline) {
         throw new Error(`BareMetalInstance '${props.name}' (${id}) is still being deleted after ${timeoutMs} ms; ` +
           "it stays in the stack and the deletion is checked again on the next run");

@@ -129,17 +129,26 @@ describe("the reconciler on the lab", () => {
     for (const id of blockers.slice(1)) await f.bareMetalInstances.delete(id);
   });
 
-  it("pauses on the Unmanaged annotation and previews what it would do", async () => {
+  it("pauses on the Unmanaged annotation: nothing changes, preview shows no change, then it resumes", async () => {
     await probe.annotate(MANAGEMENT_STATE_ANNOTATION, "unmanaged");
-    await new Promise((r) => setTimeout(r, 3_000));
-    await probe.setCount(0, 3);
-    await new Promise((r) => setTimeout(r, 12_000)); // two timer ticks
-    expect((await probe.invariants(uid)).live).toBe(4);
-    const p = await cli(env, ["preview", `${ns}/${name}`]);
-    expect(p.code).toBe(0);
-    expect(p.stdout).toContain("baremetal-workers:BareMetalInstance");
-    expect(p.stdout).toMatch(/\+ .*create/);
-    await probe.annotate(MANAGEMENT_STATE_ANNOTATION, null);
+    try {
+      await eventuallyPasses(async () => {
+        const c = (await probe.order())?.status?.conditions?.find((x) => x.type === "Managed");
+        expect(c?.status).toBe("False");
+      }, 30_000);
+      await probe.setCount(0, 3);
+      await new Promise((r) => setTimeout(r, 12_000)); // two timer ticks and the watch event
+      expect((await probe.invariants(uid)).live).toBe(4);
+      // The loop would do nothing, and the preview of the stack says exactly that.
+      const p = await cli(env, ["preview", `${ns}/${name}`, "--output", "json"]);
+      expect(p.code).toBe(0);
+      const summary = JSON.parse(p.stdout.trim().split("\n").pop()!) as Record<string, number>;
+      expect(summary.create ?? 0).toBe(0);
+      expect(summary.delete ?? 0).toBe(0);
+      expect(summary.update ?? 0).toBe(0);
+    } finally {
+      await probe.annotate(MANAGEMENT_STATE_ANNOTATION, null);
+    }
     await converge(5);
   });
 

@@ -79,7 +79,8 @@ describe("Unmanaged (§5.4, §11.19)", () => {
     expect(p.workers.map((w) => [w.slot, w.bmi.adoptId, w.binding?.agentName])).toEqual([["r1", "id-r1", "agent-r1"], ["r2", "id-r2", "agent-r2"]]);
     expect(p.fence).toEqual([]);
     expect(p.events).toEqual([]);
-    expect(p.nodePoolReplicas).toEqual({});
+    // The request says 5, but a paused plan declares the NodePool's observed replicas: nothing changes.
+    expect(p.nodePoolReplicas).toEqual({ "np-compute": 2 });
     expect(conditionOf(p, "Managed")).toMatchObject({ status: "False", reason: "Unmanaged" });
     expect(p.status.conditions.map((c) => c.type)).toEqual(["Managed"]);
   });

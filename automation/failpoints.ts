@@ -1,0 +1,123 @@
+// Failpoints: named places in the reconciler, the program and the providers where the fault suite
+// (tests/faults) can simulate the death of the reconciler's node. A failpoint does nothing unless
+// BMW_FAILPOINTS names it; when it fires, every process of the reconciler dies with SIGKILL at once
+// (the reconciler, pulumi, the language host, the program and the dynamic-provider host), as if the
+// pod's node lost power exactly there.
+//
+//   BMW_FAILPOINTS       comma list of points: "name" fires on the first hit, "name@N" on the Nth
+//   BMW_FAILPOINT_DIR    where hits are counted across processes (one mkdir per hit, which is atomic)
+//                        and where "fired-<name>" is written just before the kill; default: os.tmpdir()
+//   BMW_FAILPOINT_PGID   the reconciler's process group (automation/run.ts sets it to its own pid)
+//
+// Pulumi starts its plugins in process groups of their own, so killing the reconciler's group alone
+// would leave the language host and the provider host running as orphans: the whole process tree
+// under the reconciler is frozen (SIGSTOP) first, then killed.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+export interface FailpointSpec {
+  name: string;
+  /** Fire on this hit (1-based). */
+  hit: number;
+}
+
+/** Parses BMW_FAILPOINTS ("a,b@3"); malformed entries are ignored rather than guessed at. */
+export function parseFailpoints(value: string | undefined): FailpointSpec[] {
+  const out: FailpointSpec[] = [];
+  for (const raw of (value ?? "").split(",")) {
+    const m = /^([A-Za-z0-9_.-]+)(?:@(\d+))?$/.exec(raw.trim());
+    if (m) out.push({ name: m[1], hit: m[2] ? Math.max(1, Number(m[2])) : 1 });
+  }
+  return out;
+}
+
+function counterDir(env: NodeJS.ProcessEnv): string {
+  return env.BMW_FAILPOINT_DIR || path.join(os.tmpdir(), "bmw-failpoints");
+}
+
+/** Counts one hit of `name` (atomic across processes: the first free <name>.<i> directory wins). */
+export function countHit(dir: string, name: string): number {
+  fs.mkdirSync(dir, { recursive: true });
+  for (let i = 1; ; i++) {
+    try {
+      fs.mkdirSync(path.join(dir, `${name}.${i}`));
+      return i;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
+}
+
+/** The file a fired failpoint leaves behind (tests wait for it). */
+export function firedMarker(dir: string, name: string): string {
+  return path.join(dir, `fired-${name}`);
+}
+
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** pid and every process below it (from /proc). */
+export function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    const ppid = parentOf(Number(d));
+    if (ppid !== undefined) children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
+  }
+  const out = [root];
+  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]) ?? []));
+  return out;
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/** SIGKILLs the reconciler's process group and tree, then this process. Never returns. */
+function die(env: NodeJS.ProcessEnv): never {
+  const pgid = Number(env.BMW_FAILPOINT_PGID);
+  if (Number.isInteger(pgid) && pgid > 1) {
+    // Freeze first so nothing reacts (or spawns) while the tree is being killed; a second pass catches
+    // a process started between the listing and the freeze.
+    const frozen = new Set<number>();
+    for (let pass = 0; pass < 2; pass++) {
+      for (const pid of processTree(pgid)) {
+        if (pid !== process.pid && !frozen.has(pid)) {
+          signal(pid, "SIGSTOP");
+          frozen.add(pid);
+        }
+      }
+    }
+    signal(-pgid, "SIGKILL");
+    for (const pid of frozen) signal(pid, "SIGKILL");
+  }
+  process.kill(process.pid, "SIGKILL");
+  // SIGKILL to oneself is delivered before kill() returns; this only satisfies the type checker.
+  throw new Error("unreachable");
+}
+
+/**
+ * A place where the fault suite may kill the reconciler. Costs one env lookup when BMW_FAILPOINTS is
+ * unset (production).
+ */
+export function failpoint(name: string, env: NodeJS.ProcessEnv = process.env): void {
+  if (!env.BMW_FAILPOINTS) return;
+  const spec = parseFailpoints(env.BMW_FAILPOINTS).find((s) => s.name === name);
+  if (!spec) return;
+  const dir = counterDir(env);
+  if (countHit(dir, name) !== spec.hit) return;
+  fs.writeFileSync(firedMarker(dir, name), `${process.pid} ${new Date().toISOString()}\n`);
+  process.stderr.write(`failpoint ${name} fired in pid ${process.pid}: killing the reconciler\n`);
+  die(env);
+}

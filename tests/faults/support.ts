@@ -1,0 +1,163 @@
+// Shared by the fault suites: a "lane" is one ClusterOrder in its own namespace with its own state
+// directory and Lease, so several reconcilers (each killed at its own failpoint) can run side by side
+// on one lab without touching each other. A lane records, per step, what the suites assert: duplicates,
+// orphans, healthy workers lost, how long convergence took (in timer ticks) and how many updates ran.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { FulfillmentClient } from "../../clients/fulfillment";
+import type { Lab, SampleNodeRequest } from "../../lab";
+import type { ClusterOrder } from "../../planner/types";
+import { eventually } from "../support/eventually";
+import { productEnv } from "../support/labEnv";
+import { OrderProbe } from "../support/orderWatch";
+import { startReconciler, type ReconcilerProcess } from "../support/reconciler";
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Every worker Ready, n of them, and exactly n live BMIs. */
+export function isReady(o: ClusterOrder | undefined, n: number): boolean {
+  const ws = o?.status?.workers ?? [];
+  return o?.status?.readyWorkers === n && ws.length === n && ws.every((w) => w.phase === "Ready");
+}
+
+export interface StepRecord {
+  lane: string;
+  step: string;
+  /** Set when the step could not be carried out (a failpoint that never fired, no convergence). */
+  error?: string;
+  duplicates: string[];
+  orphans: string[];
+  /** BMI names of workers Ready before the step that are gone although they should be kept. */
+  healthyLost: string[];
+  /** BMIs removed by a scale-down (expected count is the step's business). */
+  removed: string[];
+  convergeMs: number;
+  /** convergeMs in timer ticks (rounded up). */
+  ticks: number;
+  /** `up` runs of the restarted reconciler until convergence. */
+  ups: number;
+  /** Duplicates seen right after the kill, before any restart. */
+  duplicatesAtKill: string[];
+  /** Processes of the killed reconciler still alive after the kill (must be none). */
+  survivors: number[];
+}
+
+export function emptyRecord(lane: string, step: string): StepRecord {
+  return { lane, step, duplicates: [], orphans: [], healthyLost: [], removed: [], convergeMs: 0, ticks: 0, ups: 0, duplicatesAtKill: [], survivors: [] };
+}
+
+/** PIDs whose command line names the lane's stack or the reconciler's namespace (leftovers of a kill). */
+export function processesMentioning(text: string): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, "utf8");
+      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (state !== "Z" && cmd.includes(text)) out.push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+export class Lane {
+  readonly probe: OrderProbe;
+  readonly env: NodeJS.ProcessEnv;
+  uid = "";
+  private runs = 0;
+  readonly records: StepRecord[] = [];
+  current?: ReconcilerProcess;
+  identity = "";
+
+  constructor(readonly lab: Lab, readonly f: FulfillmentClient, readonly id: string, readonly ns: string,
+    readonly name: string, readonly intervalS: number, extraEnv: Record<string, string> = {}) {
+    const stateDir = path.join(lab.dir, "lanes", id, "state");
+    this.env = { ...productEnv(lab, stateDir, extraEnv), BMW_LOG_LEVEL: "info", BMW_REFRESH_INTERVAL_MS: "0" };
+    this.probe = new OrderProbe(lab.kubeConfig(), ns, name, f);
+  }
+
+  get stack(): string {
+    return `${this.ns}--${this.name}`;
+  }
+
+  async createOrder(nodeRequests: SampleNodeRequest[]): Promise<void> {
+    await this.lab.createNamespace(this.ns);
+    const o = await this.lab.createSampleOrder({ namespace: this.ns, name: this.name, nodeRequests });
+    this.uid = o.uid;
+  }
+
+  /**
+   * Starts a reconciler for this lane only (its namespace, its Lease), optionally armed with failpoints.
+   * `identity` defaults to a new one; passing the killed reconciler's identity models the same pod's
+   * container restarted by the kubelet (it takes its Lease back at once instead of waiting it out).
+   */
+  start(label: string, env: Record<string, string> = {}, identity?: string): ReconcilerProcess {
+    const n = ++this.runs;
+    this.identity = identity ?? `${this.id}-${n}`;
+    const r = startReconciler({ ...this.env, ...env },
+      ["--interval", String(this.intervalS), "--namespace", this.ns, "--identity", this.identity, "--lease-namespace", this.ns],
+      path.join(this.lab.dir, "lanes", this.id, `reconciler-${n}-${label}.log`));
+    this.current = r;
+    return r;
+  }
+
+  failpointDir(step: string): string {
+    return path.join(this.lab.dir, "lanes", this.id, "failpoints", `${this.runs + 1}-${step.replace(/[^a-z0-9.@-]/gi, "_")}`);
+  }
+
+  async readyBmiNames(): Promise<string[]> {
+    const o = await this.probe.order();
+    return (o?.status?.workers ?? []).filter((w) => w.phase === "Ready").map((w) => w.bareMetalInstance?.name ?? "").filter(Boolean);
+  }
+
+  async liveBmiNames(): Promise<string[]> {
+    return (await this.probe.bmis(this.uid)).filter((b) => !b.metadata?.deletion_timestamp).map((b) => b.metadata?.name ?? "");
+  }
+
+  /** `up` runs logged by a reconciler for this lane's order. */
+  upsLogged(r: ReconcilerProcess): number {
+    const want = `"order":"${this.ns}/${this.name}"`;
+    return fs.readFileSync(r.logFile, "utf8").split("\n").filter((l) => l.includes(want) && l.includes('"action":"up"')).length;
+  }
+
+  /** One line on where the order stands (for failure messages). */
+  async describe(): Promise<string> {
+    const o = await this.probe.order();
+    if (!o) return "order gone";
+    const ws = (o.status?.workers ?? []).map((w) => `${w.name}:${w.phase}${w.lastFailureReason ? `(${w.lastFailureReason})` : ""}`);
+    const conds = (o.status?.conditions ?? []).filter((c) => (c.type === "Managed") !== (c.status === "True")).map((c) => `${c.type}=${c.status}`);
+    return `ready ${o.status?.readyWorkers ?? 0}; workers ${ws.join(" ") || "none"}; live BMIs ${(await this.liveBmiNames()).length}; ${conds.join(" ")}`;
+  }
+
+  /** Waits for n Ready workers with n live BMIs (or, with n = "gone", the order and every BMI gone). */
+  async converge(n: number | "gone", timeoutMs: number): Promise<boolean> {
+    return eventually(async () => {
+      if (n === "gone") {
+        if (await this.probe.order()) return undefined;
+        return (await this.probe.bmis(this.uid)).length === 0 ? true : undefined;
+      }
+      if (!isReady(await this.probe.order(), n)) return undefined;
+      return (await this.liveBmiNames()).length === n ? true : undefined;
+    }, timeoutMs, 500).catch(() => false);
+  }
+}
+
+/** What the product's planner would declare for the lane's order right now (diagnostics on failure). */
+export async function planNow(lane: Lane): Promise<string> {
+  const { observe } = await import("../../automation/observe");
+  const { plan, plannerConfigFromEnv } = await import("../../planner");
+  const { Kube } = await import("../../clients/kube");
+  const obs = await observe({ kube: new Kube(lane.lab.kubeConfig()), fulfillment: lane.f, config: plannerConfigFromEnv(lane.env) },
+    { namespace: lane.ns, name: lane.name });
+  const p = plan(obs.snapshot);
+  return JSON.stringify({
+    agents: obs.snapshot.agents.map((a) => ({ name: a.name, labels: a.labels, macs: a.macs, state: a.state })),
+    bmis: obs.snapshot.bmis?.map((b) => ({ name: b.name, state: b.state, macs: b.macs })),
+    cd: obs.snapshot.clusterDeployment,
+    workers: p.workers.map((w) => ({ slot: w.slot, binding: w.binding, retain: w.retainBinding })),
+    status: p.status.workers.map((w) => `${w.name}:${w.phase}`),
+  });
+}
