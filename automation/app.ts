@@ -12,13 +12,15 @@ import type { OrderRef } from "./observe";
 import { reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner } from "./reconcile";
 import { connectionOptions } from "../providers/bareMetalInstanceOps";
 import { programSettings, type ProgramSettings } from "./settings";
-import { type HistoryEntry, type PreviewResult, StackManager } from "./stacks";
+import { type HistoryEntry, isLockedError, type PreviewResult, StackManager } from "./stacks";
 
 export interface AppOptions {
   stateDir?: string;
   backendUrl?: string;
   passphraseFile?: string;
   env?: NodeJS.ProcessEnv;
+  /** Receives the engine's output of updates, refreshes and destroys (the CLI's progress display). */
+  onOutput?: (chunk: string) => void;
 }
 
 /** Refusals are user errors (exit code 2), not failures. */
@@ -94,10 +96,12 @@ export class App {
   readonly memory = new Map<string, OrderMemory>();
   readonly stateDir: string;
   private readonly env: NodeJS.ProcessEnv;
+  private readonly onOutput?: (chunk: string) => void;
 
   constructor(opts: AppOptions = {}) {
     const env = opts.env ?? process.env;
     this.env = env;
+    this.onOutput = opts.onOutput;
     this.settings = programSettings(env);
     this.config = plannerConfigFromEnv(env);
     this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
@@ -115,19 +119,20 @@ export class App {
 
   runner(): StackRunner {
     const stacks = this.stacks;
+    const onOutput = this.onOutput;
     return {
       async up(ref, o) {
         await stacks.recover(ref);
-        return stacks.up(ref, { message: o.message });
+        return stacks.up(ref, { message: o.message, onOutput });
       },
       async refresh(ref) {
         if (!(await stacks.stackExists(ref))) return;
         await stacks.recover(ref);
-        await stacks.refresh(ref, { message: "refresh: detect drift" });
+        await stacks.refresh(ref, { message: "refresh: detect drift", onOutput });
       },
       async destroy(ref) {
         await stacks.recover(ref);
-        await stacks.destroy(ref, { message: "destroy: the ClusterOrder is being deleted" });
+        await stacks.destroy(ref, { message: "destroy: the ClusterOrder is being deleted", onOutput });
       },
       async removeStack(ref) {
         await stacks.removeStack(ref);
@@ -183,14 +188,25 @@ export class App {
     if (unknown.length) throw new RefusedError(`update ${update} names node sets the ClusterOrder no longer has: ${unknown.join(", ")}`);
     progress(`pinning ${ref.namespace}/${ref.name} to ${JSON.stringify(pin)}`);
     await this.stacks.setConfig(ref, { [PIN_KEY]: { value: JSON.stringify(pin) } });
-    this.memory.delete(`${ref.namespace}/${ref.name}`);
-    return { pin, result: await this.reconcile(ref, progress) };
+    return { pin, result: await this.applyNow(ref, progress) };
   }
 
   async unpin(ref: OrderRef, progress: (m: string) => void = () => undefined): Promise<ReconcileResult> {
     await this.stacks.setConfig(ref, { [PIN_KEY]: { value: "null" } });
+    return this.applyNow(ref, progress);
+  }
+
+  /** Reconciles at once, unless a running reconciler holds the stack: it applies the change itself. */
+  private async applyNow(ref: OrderRef, progress: (m: string) => void): Promise<ReconcileResult> {
     this.memory.delete(`${ref.namespace}/${ref.name}`);
-    return this.reconcile(ref, progress);
+    try {
+      return await this.reconcile(ref, progress);
+    } catch (err) {
+      if (!isLockedError(err)) throw err;
+      const message = "the stack is being updated by a running reconciler, which applies the change on its next pass";
+      progress(message);
+      return { action: "requeue", message };
+    }
   }
 
   private async mustExist(ref: OrderRef) {

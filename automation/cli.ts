@@ -10,10 +10,15 @@ interface CommonArgs {
   "backend-url"?: string;
   "passphrase-file"?: string;
   output: "table" | "json";
+  quiet?: boolean;
 }
 
 function appOptions(argv: CommonArgs): AppOptions {
-  return { stateDir: argv["state-dir"], backendUrl: argv["backend-url"], passphraseFile: argv["passphrase-file"] };
+  return {
+    stateDir: argv["state-dir"], backendUrl: argv["backend-url"], passphraseFile: argv["passphrase-file"],
+    // The engine's own progress lines go to stderr; stdout stays for results.
+    onOutput: argv.quiet ? undefined : (chunk: string) => process.stderr.write(chunk),
+  };
 }
 
 function common<T>(y: Argv<T>) {
@@ -21,7 +26,8 @@ function common<T>(y: Argv<T>) {
     .option("state-dir", { type: "string", describe: "directory of the file state backend (default $BMW_STATE_DIR or ~/.local/state/baremetal-workers/state)" })
     .option("backend-url", { type: "string", describe: "any Pulumi DIY backend URL instead of the file backend (e.g. s3://bucket)" })
     .option("passphrase-file", { type: "string", describe: "file holding the state passphrase (default $PULUMI_CONFIG_PASSPHRASE_FILE)" })
-    .option("output", { choices: ["table", "json"] as const, default: "table" as const, describe: "output format of listing commands" });
+    .option("output", { choices: ["table", "json"] as const, default: "table" as const, describe: "output format of listing commands" })
+    .option("quiet", { type: "boolean", default: false, describe: "no progress output of updates on stderr" });
 }
 
 function orderArg<T>(y: Argv<T>) {
@@ -58,7 +64,7 @@ export function buildCli(args: string[]) {
         .option("identity", { type: "string", describe: "this replica's identity in the Lease (default hostname-pid)" }),
       async (argv) => {
         const { runLoop } = await import("./run");
-        await runLoop({ ...appOptions(argv), namespaces: argv.namespace ?? [], intervalMs: argv.interval * 1000,
+        await runLoop({ ...appOptions(argv), onOutput: undefined, namespaces: argv.namespace ?? [], intervalMs: argv.interval * 1000,
           concurrency: argv.concurrency, healthPort: argv["health-port"], healthHost: argv["health-host"],
           leaseNamespace: argv["lease-namespace"], identity: argv.identity });
       })

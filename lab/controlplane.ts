@@ -281,3 +281,26 @@ export async function installCrds(kc: k8s.KubeConfig, dirs: string[]): Promise<s
   }
   return names;
 }
+
+/**
+ * Restarts the kube-apiserver of a running control plane in place (same binary, flags, port, data):
+ * SIGKILL, `downMs` of outage, then the same command line again until /readyz answers. For tests of
+ * clients that must ride out an apiserver restart. Updates controlplane.json with the new PID.
+ */
+export async function restartApiserver(dir: string, downMs = 0, timeoutMs = 60_000): Promise<number> {
+  const cp = readControlPlane(dir);
+  if (!cp || !cp.apiserverPid || !alive(cp.apiserverPid)) throw new Error(`no running kube-apiserver in ${dir}`);
+  const argv = fs.readFileSync(`/proc/${cp.apiserverPid}/cmdline`, "utf8").split("\0").filter((a) => a !== "");
+  process.kill(cp.apiserverPid, "SIGKILL");
+  while (alive(cp.apiserverPid)) await sleep(20);
+  await sleep(downMs);
+  const apiLog = path.join(dir, "kube-apiserver.log");
+  const pid = spawnDetached(argv[0], argv.slice(1), apiLog);
+  const ca = fs.readFileSync(cp.caFile);
+  await waitFor("kube-apiserver (restarted)", Date.now() + timeoutMs, async () => {
+    const res = await httpsGet(`${cp.server}/readyz`, ca);
+    return res.status === 200 && res.body === "ok";
+  }, [pid], [apiLog]);
+  fs.writeFileSync(path.join(dir, STATE_FILE), JSON.stringify({ ...cp, apiserverPid: pid }, null, 2), { mode: 0o600 });
+  return pid;
+}

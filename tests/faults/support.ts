@@ -75,7 +75,7 @@ export class Lane {
   constructor(readonly lab: Lab, readonly f: FulfillmentClient, readonly id: string, readonly ns: string,
     readonly name: string, readonly intervalS: number, extraEnv: Record<string, string> = {}) {
     const stateDir = path.join(lab.dir, "lanes", id, "state");
-    this.env = { ...productEnv(lab, stateDir, extraEnv), BMW_LOG_LEVEL: "info", BMW_REFRESH_INTERVAL_MS: "0" };
+    this.env = { ...productEnv(lab, stateDir), BMW_LOG_LEVEL: "info", ...extraEnv };
     this.probe = new OrderProbe(lab.kubeConfig(), ns, name, f);
   }
 
@@ -91,12 +91,13 @@ export class Lane {
 
   /**
    * Starts a reconciler for this lane only (its namespace, its Lease), optionally armed with failpoints.
-   * `identity` defaults to a new one; passing the killed reconciler's identity models the same pod's
-   * container restarted by the kubelet (it takes its Lease back at once instead of waiting it out).
+   * By default every reconciler of a lane has the same identity: the same pod, its container restarted
+   * by the kubelet, which takes its Lease back at once instead of waiting for it to expire. A second
+   * replica passes an identity of its own.
    */
-  start(label: string, env: Record<string, string> = {}, identity?: string): ReconcilerProcess {
+  start(label: string, env: Record<string, string> = {}, identity = `${this.id}-pod`): ReconcilerProcess {
     const n = ++this.runs;
-    this.identity = identity ?? `${this.id}-${n}`;
+    this.identity = identity;
     const r = startReconciler({ ...this.env, ...env },
       ["--interval", String(this.intervalS), "--namespace", this.ns, "--identity", this.identity, "--lease-namespace", this.ns],
       path.join(this.lab.dir, "lanes", this.id, `reconciler-${n}-${label}.log`));

@@ -6,6 +6,7 @@
 // Kubernetes Events and /metrics; none may appear in plaintext. Every BMI Create carried tenant
 // system, and the identity is refused what its role does not grant.
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as crypto from "node:crypto";
 import * as k8s from "@kubernetes/client-node";
@@ -17,7 +18,7 @@ import { eventually, eventuallyPasses } from "../support/eventually";
 import { createTestNamespace, kubeConfig } from "../support/kube";
 import { startTestLab, type TestLab } from "../support/labEnv";
 import { reconcilerServiceAccount, type ReconcilerIdentity } from "../support/rbac";
-import { startReconciler, type ReconcilerProcess } from "../support/reconciler";
+import { cli, startReconciler, type ReconcilerProcess } from "../support/reconciler";
 
 jest.setTimeout(300_000);
 
@@ -42,6 +43,9 @@ const secrets: Record<string, string> = {};
 /** Files of the state directory as they were just before the deletion (checkpoints are removed with the stack). */
 let stateBeforeDelete = new Map<string, string>();
 const metricsScrapes: string[] = [];
+const suiteStart = Date.now();
+const cliOutputs: string[] = [];
+let reconcilerEnv: NodeJS.ProcessEnv = {};
 
 const ready = (o: ClusterOrder | undefined, n: number) =>
   o?.status?.readyWorkers === n && (o.status.workers ?? []).length === n && (o.status.workers ?? []).every((w) => w.phase === "Ready");
@@ -95,6 +99,7 @@ beforeAll(async () => {
 
   const env: NodeJS.ProcessEnv = { ...t.env, BMW_KUBECONFIG: kubeconfigFile, BMW_LOG_LEVEL: "debug" };
   delete env.KUBECONFIG; // no admin credentials anywhere in the reconciler's environment
+  reconcilerEnv = env;
   reconciler = startReconciler(env, ["--interval", "2", "--namespace", ns, "--namespace", ignNs, "--lease-namespace", system,
     "--identity", "security"], path.join(t.lab.logsDir, "reconciler-security.log"));
   metricsUrl = await eventually(async () => {
@@ -129,6 +134,9 @@ describe("the reconciler as the deploy/ ServiceAccount", () => {
       expect((await orderBmis(f, uid)).filter((b) => !b.metadata?.deletion_timestamp)).toHaveLength(2);
     }, 180_000, 1_000);
     await scrapeMetrics();
+    // The control of the scans below: the user_data the program sent does carry the pull secret.
+    const userData = (await orderBmis(f, uid)).map((b) => b.spec?.user_data ?? "").join("\n");
+    expect(leaks("user_data", userData)).toContain("lab pull secret in user_data");
   });
 
   it("fetches ignition over HTTPS only, without redirects, at most 64 KiB: no BMI, and the status says why", async () => {
@@ -151,6 +159,10 @@ describe("the reconciler as the deploy/ ServiceAccount", () => {
 
   it("deletes both orders through the finalizer: every BMI gone, then the orders", async () => {
     stateBeforeDelete = readTree(t.stateDir);
+    // What an admin reads: the stack's history (messages, config) through the CLI, as the same identity.
+    const history = await cli(reconcilerEnv, ["history", `${ns}/${name}`, "--output", "json"]);
+    expect(history.code).toBe(0);
+    cliOutputs.push(history.stdout + history.stderr);
     await scrapeMetrics();
     await hub.deleteOrder(ns, name);
     await hub.deleteOrder(ignNs, ignName);
@@ -205,12 +217,19 @@ describe("secrets", () => {
     expect(withUserData.every((text) => text.includes("ciphertext"))).toBe(true);
     const found = [...files].flatMap(([p, text]) => leaks(path.relative(t.stateDir, p), text));
     expect(found).toEqual([]);
+    // The Automation API's importStack (pending-operation recovery) writes the state to os.tmpdir() with
+    // secrets decrypted and leaves the file behind when the import fails: none may be left from this run.
+    const tmp = fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith("automation-")).map((n) => path.join(os.tmpdir(), n))
+      .filter((p) => fs.statSync(p).mtimeMs >= suiteStart);
+    expect(tmp.flatMap((p) => leaks(p, fs.readFileSync(p, "latin1")))).toEqual([]);
   });
 
-  it("never appear in the reconciler's log", () => {
+  it("never appear in the reconciler's log or the CLI's output", () => {
     const log = fs.readFileSync(reconciler.logFile, "utf8");
     expect(log.split("\n").length).toBeGreaterThan(20); // debug level: plenty to scan
     expect(leaks("reconciler log", log)).toEqual([]);
+    expect(cliOutputs.join("")).toContain("desired compute=2");
+    expect(cliOutputs.flatMap((o) => leaks("CLI output", o))).toEqual([]);
   });
 
   it("never appear in Kubernetes Events", async () => {
