@@ -138,6 +138,7 @@ export class App {
         await stacks.removeStack(ref);
       },
       async pinnedNodeSets(ref) {
+        if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
         const raw = await stacks.getConfig(ref, PIN_KEY);
         if (!raw || raw === "null") return undefined;
         return JSON.parse(raw) as Record<string, number>;

@@ -8,13 +8,15 @@
 // and encryption salt) is written next to Pulumi.yaml. A pod's image is read-only, so `workDir` may
 // point elsewhere (e.g. the state volume): a Pulumi.yaml copied from the project with `main:` set to
 // the program directory is written there, and Pulumi runs the same index.ts.
+import { execFile } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
 import type { OpMap, UpdateKind, UpdateResult } from "@pulumi/pulumi/automation";
 import { stackName } from "../planner/names";
 import {
-  clearStaleLocks, LockSweep, PendingOperation, resolvePendingOperations, StaleLockPolicy, stateDirOf,
+  clearStaleLocks, DeploymentStore, LockSweep, PendingOperation, resolvePendingOperations, StaleLockPolicy, stateDirOf,
 } from "./locks";
 import { PROJECT_ROOT, pulumiEnv, Toolchain, toolchain } from "./toolchain";
 
@@ -330,7 +332,7 @@ export class StackManager {
       const stateDir = stateDirOf(this.backendUrl);
       const locks = stateDir ? clearStaleLocks(stateDir, this.projectName, stack.name, policy) : undefined;
       if (locks && locks.held.length > 0) return { locks, pendingCleared: [] };
-      const pendingCleared = await resolvePendingOperations(stack);
+      const pendingCleared = await resolvePendingOperations(this.encryptedStore(stack.name));
       return { locks, pendingCleared };
     });
   }
@@ -353,6 +355,37 @@ export class StackManager {
   private pulumiCommand(): Promise<PulumiCommand> {
     this.command ??= PulumiCommand.get({ root: this.tc.pulumiRoot });
     return this.command;
+  }
+
+  /**
+   * Export and import of the latest state *without* --show-secrets (the Automation API's export always
+   * decrypts): secrets stay ciphertext, through a 0600 file in a 0700 directory that is always removed.
+   */
+  private encryptedStore(stackName: string): DeploymentStore {
+    const run = (args: string[]) => new Promise<void>((resolve, reject) => {
+      execFile(path.join(this.tc.pulumiRoot, "bin", "pulumi"), [...args, "--stack", stackName, "--non-interactive"],
+        { cwd: this.workDir, env: { ...process.env, ...this.env }, maxBuffer: 256 * 1024 * 1024 },
+        (err, _stdout, stderr) => (err ? reject(new Error(`pulumi ${args.slice(0, 2).join(" ")}: ${stderr.trim() || err.message}`)) : resolve()));
+    });
+    const withFile = async <T>(fn: (file: string) => Promise<T>): Promise<T> => {
+      const dir = fs.mkdtempSync(path.join(stateDirOf(this.backendUrl) ?? os.tmpdir(), ".export-"));
+      try {
+        return await fn(path.join(dir, "state.json"));
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    };
+    return {
+      exportStack: () => withFile(async (file) => {
+        await run(["stack", "export", "--file", file]);
+        fs.chmodSync(file, 0o600);
+        return JSON.parse(fs.readFileSync(file, "utf8")) as { version: number; deployment: unknown };
+      }),
+      importStack: (state) => withFile(async (file) => {
+        fs.writeFileSync(file, JSON.stringify(state), { mode: 0o600 });
+        await run(["stack", "import", "--file", file]);
+      }),
+    };
   }
 
   private async wsOptions() {

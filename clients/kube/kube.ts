@@ -2,6 +2,7 @@
 // (custom resources reject client-node's default strategic-merge patch), and every write that acts on
 // an observation carries a precondition (resourceVersion or uid) so a stale decision fails with a
 // ConflictError instead of overwriting someone else's change (OSAC-2135 §10).
+import * as crypto from "node:crypto";
 import * as os from "node:os";
 import * as k8s from "@kubernetes/client-node";
 import { FIELD_MANAGER } from "../../planner/names";
@@ -193,7 +194,7 @@ export class Kube {
     const note = Buffer.byteLength(event.message) > MAX_NOTE ? Buffer.from(event.message).subarray(0, MAX_NOTE - 3).toString() + "..." : event.message;
     const body = {
       apiVersion: apiVersionOf(KINDS.Event), kind: KINDS.Event.kind,
-      metadata: event.name ? { name: event.name, namespace: md.namespace } : { generateName: `${md.name}.`, namespace: md.namespace },
+      metadata: event.name ? { name: event.name, namespace: md.namespace } : { name: `${md.name}.${crypto.randomBytes(6).toString("hex")}`, namespace: md.namespace },
       eventTime: microTime(now),
       reportingController: FIELD_MANAGER,
       reportingInstance: this.instance,
