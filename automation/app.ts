@@ -108,8 +108,9 @@ export class App {
     this.fulfillment = new FulfillmentClient(connectionOptions(this.settings.fulfillment));
     this.stateDir = opts.stateDir ?? defaultStateDir(env);
     this.stacks = new StackManager({
-      // Per-stack config files live beside the state, not in the (possibly read-only) project directory.
-      workDir: env.BMW_WORK_DIR || path.join(this.stateDir, "project"),
+      // Stack config files (Pulumi.<stack>.yaml) go beside Pulumi.yaml, so `pulumi preview` works from the
+      // repository root; a pod, whose image is read-only, points BMW_WORK_DIR at its state volume.
+      workDir: env.BMW_WORK_DIR || undefined,
       stateDir: opts.backendUrl ? undefined : this.stateDir,
       backendUrl: opts.backendUrl,
       passphraseFile: passphraseFileFor(opts, this.stateDir, env),

@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const logFile = path.join(lab.logsDir, "reconciler.log");
   const log = fs.openSync(logFile, "a");
   const reconciler = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
-    "run", "--interval", "10", "--namespace", NS, "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", log, log] });
+    "run", "--interval", "10", "--namespace", NS, "--lease-namespace", NS, "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", log, log] });
   process.stdout.write(`reconciler pid ${reconciler.pid}, log ${logFile}\n`);
 
   const kc = lab.kubeConfig();

@@ -92,4 +92,18 @@ describe("the program of one ClusterOrder's stack", () => {
     expect(await orderBmis()).toHaveLength(3);
     expect((await app.kube.getClusterOrder(ref.namespace, ref.name))!.status?.workers).toHaveLength(3);
   });
+
+  it("is the same stack an admin previews with plain `pulumi preview`", async () => {
+    const { execFile } = await import("node:child_process");
+    const env = { ...process.env, ...app.stacks.pulumiEnvironment() };
+    const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile("pulumi", ["preview", "--stack", app.stacks.stackName(ref), "--diff", "--non-interactive", "--color", "never"],
+        { cwd: app.stacks.workDir, env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
+          resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
+    });
+    expect({ code: out.code, stderr: out.stderr.slice(-1000) }).toMatchObject({ code: 0 });
+    // The pending scale-up of the previous test, exactly as the Automation API preview showed it.
+    expect(out.stdout).toContain("baremetal-workers:BareMetalInstance");
+    expect(out.stdout).toMatch(/\+ 2 to create/);
+  });
 });

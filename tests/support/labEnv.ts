@@ -25,6 +25,8 @@ export function productEnv(lab: Lab, stateDir: string, extra: Record<string, str
     ...(lab.fulfillment.plaintext ? { BMW_FULFILLMENT_PLAINTEXT: "true" } : { BMW_FULFILLMENT_CA_FILE: lab.fulfillment.caFile ?? "" }),
     BMW_IGNITION_CA_FILE: lab.assisted.caFile,
     BMW_STATE_DIR: stateDir,
+    // Tests keep their stacks' config files out of the repository.
+    BMW_WORK_DIR: path.join(stateDir, "project"),
     PULUMI_CONFIG_PASSPHRASE_FILE: passphrase,
     // Lab-speed lifecycle: registration timeout and backoff in seconds, not minutes.
     BMW_AGENT_REGISTRATION_TIMEOUT_MS: "60000",
