@@ -95,7 +95,7 @@ export function buildCli(args: string[]) {
       (argv) => withApp(argv, async (app) => {
         const h = await app.history(parseOrderRef(argv.order));
         if (argv.output === "json") console.log(JSON.stringify(h));
-        else console.log(formatTable(h.map((e) => ({ update: e.number, kind: e.kind, result: e.result, started: e.startTime, summary: e.message }))));
+        else console.log(formatTable(h.map((e) => ({ update: e.number, kind: e.kind, result: e.result, started: new Date(e.startTime).toISOString().slice(0, 19).replace("T", " "), summary: e.message }))));
       }))
     .command("rollback <order>", "re-apply the desired worker set recorded with an earlier update and pin it until `unpin`",
       (y) => orderArg(y).option("to", { type: "number", demandOption: true, describe: "the update number (see `history`)" }),

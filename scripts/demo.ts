@@ -2,7 +2,7 @@
 // workers in two node sets through Ready, scale-up, scale-down and deletion while printing a live
 // progress table. Ends by saying where the state, the logs and the stack history are.
 //   npm run demo [-- --dir <lab dir>] [-- --timings fast|demo]
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
@@ -21,7 +21,7 @@ function table(o: ClusterOrder | undefined): string {
   const head = `  desired ${s.desiredWorkers ?? "-"}  current ${s.currentWorkers ?? "-"}  ready ${s.readyWorkers ?? "-"}  phase ${s.phase ?? "-"}`;
   const rows = (s.workers ?? []).map((w) => `  ${w.name.padEnd(10)} ${w.nodeSet.padEnd(8)} ${w.phase.padEnd(16)} attempt ${String(w.attemptCount ?? 0).padEnd(3)} ${w.bareMetalInstance?.name ?? ""}` +
     (w.lastFailureReason ? `  (${w.lastFailureReason})` : ""));
-  const conds = (s.conditions ?? []).filter((c) => c.status === "True" && c.type !== "InfraEnvReady").map((c) => `  ! ${c.type}: ${c.message}`);
+  const conds = (s.conditions ?? []).filter((c) => c.status === "True" && c.type !== "InfraEnvReady" && c.type !== "Managed").map((c) => `  ! ${c.type}: ${c.message}`);
   return [head, ...rows, ...conds].join("\n");
 }
 
@@ -47,6 +47,7 @@ async function main(): Promise<void> {
     PULUMI_CONFIG_PASSPHRASE_FILE: passphrase,
   };
   const logFile = path.join(lab.logsDir, "reconciler.log");
+  const historyFile = path.join(lab.dir, "demo-history.txt");
   const log = fs.openSync(logFile, "a");
   const reconciler = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
     "run", "--interval", "10", "--namespace", NS, "--lease-namespace", NS, "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", log, log] });
@@ -94,6 +95,11 @@ async function main(): Promise<void> {
     await stage("scale up: compute 2 -> 3", settled(4));
     await setCount(0, 2);
     await stage("scale down: compute 3 -> 2 (CAPI unbinds one Agent; its worker goes Unbinding -> Deleting)", settled(3));
+    // The stack's history (our one-line summary per update), kept in a file: deleting the order removes its stack.
+    const history = spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
+      "history", `${NS}/${NAME}`, "--quiet"], { cwd: PROJECT_ROOT, env, encoding: "utf8" });
+    fs.writeFileSync(historyFile, history.stdout);
+    process.stdout.write(`\n== stack history of ${NS}/${NAME} (also in ${historyFile})\n${history.stdout}`);
     await api.deleteNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", namespace: NS, plural: "clusterorders", name: NAME });
     await stage("delete the ClusterOrder: the finalizer deletes every BMI, then lets go", (o) => o === undefined);
   } finally {
@@ -105,8 +111,8 @@ async function main(): Promise<void> {
     `  stack state (file backend): ${stateDir}`,
     `  reconciler log:             ${logFile}`,
     `  lab logs:                   ${lab.logsDir}`,
-    `  stack history:              BMW_STATE_DIR=${stateDir} PULUMI_CONFIG_PASSPHRASE_FILE=${passphrase} npm run cli -- history ${NS}/${NAME}`,
-    "                              (the stack is removed once its ClusterOrder is deleted; history of live orders stays)",
+    `  stack history:              ${historyFile} (the order's stack was removed with the order; for a live order:`,
+    `                              BMW_STATE_DIR=${stateDir} PULUMI_CONFIG_PASSPHRASE_FILE=${passphrase} npm run cli -- history <ns/name>)`,
     `  stop the lab:               npm run lab -- down --dir ${lab.dir}`,
     "",
   ].join("\n"));

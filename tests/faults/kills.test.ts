@@ -20,7 +20,7 @@ jest.setTimeout(600_000);
 
 const INTERVAL_S = 2;
 /** Convergence bound after the restart, in timer ticks (INTERVAL_S each), and in `up` runs. */
-const MAX_TICKS = 30;
+const MAX_TICKS = 45;
 const MAX_UPS = 6;
 const KILL_TIMEOUT_MS = 90_000;
 const LANE_CONCURRENCY = Number(process.env.BMW_FAULT_LANES ?? 4);
