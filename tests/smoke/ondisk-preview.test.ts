@@ -19,7 +19,7 @@ describe("pulumi preview of the on-disk project", () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-ondisk-"));
   afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-  it("runs index.ts through pulumi-language-nodejs and shows the stack outputs", async () => {
+  it("runs index.ts through pulumi-language-nodejs, which reports a missing setting by name", async () => {
     const tc = toolchain();
     const project = fs.readFileSync(path.join(PROJECT_ROOT, "Pulumi.yaml"), "utf8");
     fs.writeFileSync(path.join(tmp, "Pulumi.yaml"), `${project}\nmain: ${PROJECT_ROOT}\n`);
@@ -31,16 +31,13 @@ describe("pulumi preview of the on-disk project", () => {
     const cfg = await pulumi(["config", "set", "clusterOrder", "ns1/order1", "--stack", "ns1-order1"], tmp, env);
     expect(cfg.code).toBe(0);
 
-    const r = await pulumi(["preview", "--stack", "ns1-order1", "--non-interactive", "--diff", "--json"], tmp, env);
-    expect(r.code).toBe(0);
-    const preview = JSON.parse(r.out.slice(r.out.indexOf("{")));
-    expect(preview.changeSummary).toEqual({ create: 1 });
-    const stackStep = preview.steps.find((s: { urn: string }) => s.urn.endsWith("pulumi:pulumi:Stack::baremetal-workers-ns1-order1"));
-    expect(stackStep.op).toBe("create");
-    expect(preview.config["baremetal-workers:clusterOrder"]).toBe("ns1/order1");
-    // preview took no lock and wrote no checkpoint
-    expect(fs.existsSync(path.join(tmp, "state", ".pulumi", "stacks", "baremetal-workers", "ns1-order1.json"))).toBe(true);
-    const checkpoint = JSON.parse(fs.readFileSync(path.join(tmp, "state", ".pulumi", "stacks", "baremetal-workers", "ns1-order1.json"), "utf8"));
-    expect(checkpoint.checkpoint.latest?.resources ?? []).toHaveLength(0);
+    // The real program needs its connection settings; without them preview fails and says which one.
+    // (tests/engine/program.test.ts previews the same program with them against the lab.)
+    const r = await pulumi(["preview", "--stack", "ns1-order1", "--non-interactive", "--diff"], tmp,
+      { ...env, BMW_FULFILLMENT_TOKEN_FILE: "" });
+    expect(r.code).toBe(1);
+    expect(r.out).toContain("BMW_FULFILLMENT_TOKEN_FILE is not set: the file holding the fulfillment-service token");
+    // preview took no lock and wrote no resources
+    expect(fs.readdirSync(path.join(tmp, "state", ".pulumi", "locks", "organization", "baremetal-workers", "ns1-order1"))).toEqual([]);
   });
 });
