@@ -365,7 +365,7 @@ export class StackManager {
     const run = (args: string[]) => new Promise<void>((resolve, reject) => {
       execFile(path.join(this.tc.pulumiRoot, "bin", "pulumi"), [...args, "--stack", stackName, "--non-interactive"],
         { cwd: this.workDir, env: { ...process.env, ...this.env }, maxBuffer: 256 * 1024 * 1024 },
-        (err, _stdout, stderr) => (err ? reject(new Error(`pulumi ${args.slice(0, 2).join(" ")}: ${stderr.trim() || err.message}`)) : resolve()));
+        (err, _stdout, stderr) => (err ? reject(new Error(`pulumi ${args.slice(0, 2).join(" ")} --stack ${stackName}: ${stderr.trim() || err.message}`)) : resolve()));
     });
     const withFile = async <T>(fn: (file: string) => Promise<T>): Promise<T> => {
       const dir = fs.mkdtempSync(path.join(stateDirOf(this.backendUrl) ?? os.tmpdir(), ".export-"));

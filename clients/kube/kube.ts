@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as k8s from "@kubernetes/client-node";
 import { FIELD_MANAGER } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
-import { classifyKubeError, isConflict, isNotFound } from "./errors";
+import { classifyKubeError, isConflict, isNotFound, KubeError } from "./errors";
 import type {
   AgentObject, AgentPatch, ClusterDeploymentObject, EventInput, InfraEnvObject, LeaseObject, NodePoolObject, ObjectRef,
   SecretObject, WatchEventType,
@@ -50,6 +50,7 @@ export class Kube {
   private readonly custom: k8s.CustomObjectsApi;
   private readonly core: k8s.CoreV1Api;
   private readonly instance: string;
+  private readonly timeoutMs = Number(process.env.BMW_KUBE_TIMEOUT_MS ?? 30_000);
 
   constructor(readonly kc: k8s.KubeConfig, opts: KubeOptions = {}) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
@@ -270,11 +271,21 @@ export class Kube {
 
   // ---- helpers ----------------------------------------------------------------------------------
 
+  /**
+   * Every request is bounded (BMW_KUBE_TIMEOUT_MS, default 30 s): the generated clients set no timeout,
+   * and one stalled connection would otherwise stop the reconcile of an order, and the loop with it.
+   */
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new KubeError(operation, 504, "Timeout", `no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+    });
     try {
-      return await fn();
+      return await Promise.race([fn(), timeout]);
     } catch (err) {
-      throw classifyKubeError(operation, err);
+      throw err instanceof KubeError ? err : classifyKubeError(operation, err);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
