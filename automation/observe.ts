@@ -3,8 +3,8 @@
 // translated into planner types; the planner itself never does I/O.
 import * as crypto from "node:crypto";
 import type { FulfillmentClient } from "../clients/fulfillment";
-import { Filter, isTransient, resolveDiskImage } from "../clients/fulfillment";
-import type { BareMetalInstanceOut, BareMetalInstanceTypeOut, ClusterOut, ClusterVersionOut } from "../clients/fulfillment";
+import { Filter, isTransient, observedBmi, resolveDiskImage } from "../clients/fulfillment";
+import type { BareMetalInstanceTypeOut, ClusterOut, ClusterVersionOut } from "../clients/fulfillment";
 import { fetchIgnition } from "../clients/ignition";
 import type { Kube } from "../clients/kube";
 import {
@@ -51,28 +51,8 @@ export class OrderNotFoundError extends Error {
   }
 }
 
-const STATE_WORDS: Record<string, ObservedBmi["state"]> = {
-  BARE_METAL_INSTANCE_STATE_PROVISIONING: "Provisioning",
-  BARE_METAL_INSTANCE_STATE_STARTING: "Provisioning",
-  BARE_METAL_INSTANCE_STATE_RUNNING: "Running",
-  BARE_METAL_INSTANCE_STATE_FAILED: "Failed",
-  BARE_METAL_INSTANCE_STATE_DELETING: "Deleting",
-};
-
-export function toObservedBmi(bmi: BareMetalInstanceOut): ObservedBmi {
-  const state = STATE_WORDS[String(bmi.status?.state ?? "")] ?? "Unknown";
-  const failed = (bmi.status?.conditions ?? []).find((c) => String(c.status).endsWith("TRUE") && c.reason);
-  return {
-    id: bmi.id,
-    name: bmi.metadata?.name ?? "",
-    state,
-    deleting: Boolean(bmi.metadata?.deletion_timestamp),
-    macs: (bmi.status?.hardware?.nics ?? []).map((n) => n.mac.toLowerCase()).filter((m) => m !== ""),
-    failureReason: state === "Failed" ? failed?.reason : undefined,
-    failureMessage: state === "Failed" ? failed?.message : undefined,
-    labels: { ...(bmi.metadata?.labels ?? {}) },
-  };
-}
+/** Kept for callers of this module; the translation lives in clients/fulfillment/observed.ts. */
+export const toObservedBmi = observedBmi;
 
 interface UnstructuredMeta {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>;

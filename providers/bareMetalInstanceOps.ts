@@ -8,6 +8,7 @@ import {
   SYSTEM_TENANT, withDiskImage, withInstanceType,
 } from "../clients/fulfillment";
 import type { BareMetalInstance, BareMetalInstanceOut } from "../clients/fulfillment/types";
+import { observedBmi } from "../clients/fulfillment/observed";
 import { failpoint } from "../automation/failpoints";
 import { ORDER_LABEL } from "../planner/names";
 import type { DesiredBmi, ObservedBmi } from "../planner/types";
@@ -49,13 +50,7 @@ const MUTABLE_INPUTS = ["labels", "annotations", "connection"] as const;
 const DEFAULT_DELETE_TIMEOUT_MS = 10 * 60_000;
 const DEFAULT_DELETE_POLL_MS = 2_000;
 
-const STATE_WORDS: Record<string, ObservedBmi["state"]> = {
-  BARE_METAL_INSTANCE_STATE_PROVISIONING: "Provisioning",
-  BARE_METAL_INSTANCE_STATE_STARTING: "Provisioning",
-  BARE_METAL_INSTANCE_STATE_RUNNING: "Running",
-  BARE_METAL_INSTANCE_STATE_FAILED: "Failed",
-  BARE_METAL_INSTANCE_STATE_DELETING: "Deleting",
-};
+
 
 const isUnknown = (v: unknown) => v === UNKNOWN;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -91,15 +86,10 @@ async function withClient<T>(conn: FulfillmentConnection, fn: (c: FulfillmentCli
 
 /** The service's view of one BMI, in the planner's words. */
 export function observe(bmi: BareMetalInstanceOut): Pick<BareMetalInstanceOutputs, "bmiId" | "state" | "deleting" | "macs" | "failureReason" | "failureMessage"> {
-  const deleting = Boolean(bmi.metadata?.deletion_timestamp);
-  const state = deleting ? "Deleting" : (STATE_WORDS[String(bmi.status?.state ?? "")] ?? "Unknown");
-  const failed = state === "Failed" ? (bmi.status?.conditions ?? []).find((c) => c.reason) : undefined;
-  const out: ReturnType<typeof observe> = {
-    bmiId: bmi.id, state, deleting,
-    macs: (bmi.status?.hardware?.nics ?? []).map((n) => n.mac.toLowerCase()).filter((m) => m !== ""),
-  };
-  if (failed?.reason) out.failureReason = failed.reason;
-  if (failed?.message) out.failureMessage = failed.message;
+  const o = observedBmi(bmi);
+  const out: ReturnType<typeof observe> = { bmiId: o.id, state: o.state, deleting: o.deleting, macs: o.macs };
+  if (o.failureReason) out.failureReason = o.failureReason;
+  if (o.failureMessage) out.failureMessage = o.failureMessage;
   return out;
 }
 

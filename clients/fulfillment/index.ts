@@ -4,6 +4,7 @@ export * from "./connection";
 export * from "./createOrAdopt";
 export * from "./errors";
 export * from "./filter";
+export * from "./observed";
 export * from "./paging";
 export * from "./proposals";
 export * from "./resource";
