@@ -132,7 +132,21 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   }
 
   failpoint("reconcile.beforeUp"); // fault suite: killed after planning, before `up`
-  const up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan) });
+  let up: UpResult;
+  try {
+    up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan) });
+  } catch (err) {
+    // A failed update (e.g. a BMI delete still waiting) changed part of the world: report what is there
+    // now, so status and conditions do not lag behind, then let the loop retry with its backoff.
+    mem.lastFingerprint = undefined;
+    try {
+      const partial = await observeAndPlan(deps, ref, mem);
+      await report(deps, partial.snapshot, partial.plan);
+    } catch {
+      // the original error is the one worth reporting
+    }
+    throw err;
+  }
   failpoint("reconcile.afterUp"); // fault suite: killed between `up` and the status write
   // Observe again: the status written is the state after the update, not the intention before it.
   const after = await observeAndPlan(deps, ref, mem);
