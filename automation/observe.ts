@@ -51,9 +51,6 @@ export class OrderNotFoundError extends Error {
   }
 }
 
-/** Kept for callers of this module; the translation lives in clients/fulfillment/observed.ts. */
-export const toObservedBmi = observedBmi;
-
 interface UnstructuredMeta {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string>;
     ownerReferences?: { uid?: string; kind?: string }[] };
@@ -183,7 +180,7 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
       fulfillment.catalogItems.listAll(Filter.nameEquals(SYSTEM_CATALOG_ITEM)),
     ]);
     fulfillmentCalls += 3;
-    bmis = listed.map(toObservedBmi);
+    bmis = listed.map(observedBmi);
     for (const t of types) instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t);
     catalogItem = items[0]?.id ?? SYSTEM_CATALOG_ITEM;
     diskImage = await resolveOrderDiskImage(fulfillment, order);

@@ -153,6 +153,7 @@ export class StackManager {
   private command?: Promise<PulumiCommand>;
   private workspace?: Promise<LocalWorkspace>;
   private readonly stacks = new Map<string, Promise<Stack>>();
+  private readonly configCache = new Map<string, { mtimeMs: number; values: Map<string, string | undefined> }>();
   /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
   private readonly perStack = new KeyedMutex();
   private readonly selection = new KeyedMutex();
@@ -232,11 +233,27 @@ export class StackManager {
     const stack = await this.ensureStack(ref);
     await this.perStack.run(stack.name, () => stack.setAllConfig(
       Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { value: v.value, secret: v.secret ?? false }]))));
+    this.configCache.delete(stack.name);
   }
 
+  /**
+   * A stack config value. Reading it spawns `pulumi config get`, and the loop reads the rollback pin on
+   * every reconcile, so values are cached until the stack's settings file (Pulumi.<stack>.yaml) changes.
+   */
   async getConfig(ref: OrderRef, key: string): Promise<string | undefined> {
+    const name = this.stackName(ref);
+    const file = path.join(this.workDir, `Pulumi.${name}.yaml`);
+    const mtimeMs = fs.existsSync(file) ? fs.statSync(file).mtimeMs : -1;
+    let cached = this.configCache.get(name);
+    if (!cached || cached.mtimeMs !== mtimeMs) {
+      cached = { mtimeMs, values: new Map() };
+      this.configCache.set(name, cached);
+    }
+    if (cached.values.has(key)) return cached.values.get(key);
     const stack = await this.ensureStack(ref);
-    return stack.getConfig(key).then((v) => v.value, () => undefined);
+    const value = await stack.getConfig(key).then((v) => v.value, () => undefined);
+    cached.values.set(key, value);
+    return value;
   }
 
   async up(ref: OrderRef, opts: RunOptions = {}): Promise<UpResult> {
@@ -344,6 +361,7 @@ export class StackManager {
       const ws = await this.ws();
       await this.selection.run("select", () => ws.removeStack(name, { force: opts.force }));
       this.stacks.delete(name);
+      this.configCache.delete(name);
     });
   }
 

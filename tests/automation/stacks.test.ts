@@ -4,7 +4,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { StackManager } from "../../automation/stacks";
-import { RECORD_TYPE, resourcesOfType, stackSandbox } from "./support";
+import { FIXTURE_PROJECT, RECORD_TYPE, resourcesOfType, stackSandbox } from "./support";
 
 const ORDER = { namespace: "ns1", name: "order1" };
 const KEY = "ns1/order1";
@@ -30,6 +30,17 @@ describe("StackManager on a file backend", () => {
     // the work dir is a copy of the project pointing at the on-disk program
     expect(fs.readFileSync(path.join(sb.workDir, "Pulumi.yaml"), "utf8")).toMatch(/^main: .*tests\/fixtures\/stack-project$/m);
     expect(fs.readFileSync(path.join(sb.workDir, "Pulumi.ns1--order1.yaml"), "utf8")).toContain("clusterOrder: ns1/order1");
+  });
+
+  it("sees a config value another process set (the pin of a CLI rollback); reads are cached until the settings file changes", async () => {
+    // A second manager on the same work dir stands for the CLI process; sb.manager for the running loop.
+    const cli = new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir, passphraseFile: path.join(sb.tmp, "passphrase") });
+    expect(await sb.manager.getConfig(ORDER, "pin")).toBeUndefined();
+    await cli.setConfig(ORDER, { pin: { value: JSON.stringify({ compute: 2 }) } });
+    expect(await sb.manager.getConfig(ORDER, "pin")).toBe('{"compute":2}');
+    expect(await sb.manager.getConfig(ORDER, "pin")).toBe('{"compute":2}'); // unchanged file: from the cache
+    await cli.setConfig(ORDER, { pin: { value: "null" } });
+    expect(await sb.manager.getConfig(ORDER, "pin")).toBe("null");
   });
 
   it("up applies the program and stores the one-line message", async () => {
