@@ -14,7 +14,7 @@ import type { FulfillmentClient } from "../../clients/fulfillment";
 import { startLab, type Lab } from "../../lab";
 import { runDir } from "../support/env";
 import { eventually } from "../support/eventually";
-import { emptyRecord, Lane, planNow, sleep, type StepRecord } from "./support";
+import { emptyRecord, Lane, planNow, processIdentity, commandLine, sleep, type StepRecord } from "./support";
 
 jest.setTimeout(600_000);
 
@@ -63,9 +63,15 @@ describe("kill -9 of the reconciler at failpoints", () => {
     const dir = lane.failpointDir(point);
     const armed = lane.start("armed", { BMW_FAILPOINTS: point, BMW_FAILPOINT_DIR: dir });
     const marker = firedMarker(dir, parseFailpoints(point)[0].name);
-    const seen = new Set<number>();
+    // Each process of the armed reconciler's tree by identity (pid + start time), not by pid alone.
+    const seen = new Map<string, number>();
     const fired = await eventually(async () => {
-      if (!armed.exited()) for (const pid of processTree(armed.pid)) seen.add(pid);
+      if (!armed.exited()) {
+        for (const pid of processTree(armed.pid)) {
+          const id = processIdentity(pid);
+          if (id) seen.set(id, pid);
+        }
+      }
       return fs.existsSync(marker) && armed.exited() ? true : undefined;
     }, KILL_TIMEOUT_MS, 100).catch(() => false);
     if (!fired) {
@@ -73,14 +79,7 @@ describe("kill -9 of the reconciler at failpoints", () => {
       rec.error = `failpoint ${point} did not fire within ${KILL_TIMEOUT_MS} ms`;
     }
     await sleep(200);
-    rec.survivors = [...seen].filter((pid) => {
-      try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-        return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-      } catch {
-        return false;
-      }
-    });
+    rec.survivors = [...seen].filter(([id, pid]) => processIdentity(pid) === id).map(([, pid]) => `${pid} ${commandLine(pid)}`);
     rec.duplicatesAtKill = (await lane.probe.invariants(lane.uid)).duplicates;
 
     const t0 = Date.now();

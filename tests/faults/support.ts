@@ -38,29 +38,37 @@ export interface StepRecord {
   ups: number;
   /** Duplicates seen right after the kill, before any restart. */
   duplicatesAtKill: string[];
-  /** Processes of the killed reconciler still alive after the kill (must be none). */
-  survivors: number[];
+  /** Processes of the killed reconciler still alive after the kill (must be none): "pid command". */
+  survivors: string[];
 }
 
 export function emptyRecord(lane: string, step: string): StepRecord {
   return { lane, step, duplicates: [], orphans: [], healthyLost: [], removed: [], convergeMs: 0, ticks: 0, ups: 0, duplicatesAtKill: [], survivors: [] };
 }
 
-/** PIDs whose command line names the lane's stack or the reconciler's namespace (leftovers of a kill). */
-export function processesMentioning(text: string): number[] {
-  const out: number[] = [];
-  for (const d of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(d) || Number(d) === process.pid) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, "utf8");
-      const stat = fs.readFileSync(`/proc/${d}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (state !== "Z" && cmd.includes(text)) out.push(Number(d));
-    } catch {
-      // exited meanwhile
-    }
+/**
+ * A process's identity: its pid and start time (field 22 of /proc/<pid>/stat). PIDs are reused quickly
+ * on a busy machine (pid_max is 32768 here and every thread takes one), so a pid alone seen seconds ago
+ * may name someone else's process now. Undefined when the process is gone or a zombie.
+ */
+export function processIdentity(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (rest[0] === "Z") return undefined;
+    return `${pid}:${rest[19]}`;
+  } catch {
+    return undefined;
   }
-  return out;
+}
+
+/** The command line of a process, for messages ("" once it is gone). */
+export function commandLine(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ").trim().slice(0, 160);
+  } catch {
+    return "";
+  }
 }
 
 export class Lane {
