@@ -21,6 +21,8 @@ export interface AppOptions {
   env?: NodeJS.ProcessEnv;
   /** Receives the engine's output of updates, refreshes and destroys (the CLI's progress display). */
   onOutput?: (chunk: string) => void;
+  /** Told about every fulfillment-service call attempt ("BareMetalInstances/List", "OK"): the reconciler's metrics. */
+  onFulfillmentCall?: (method: string, code: string) => void;
 }
 
 /** Refusals are user errors (exit code 2), not failures. */
@@ -105,7 +107,12 @@ export class App {
     this.settings = programSettings(env);
     this.config = plannerConfigFromEnv(env);
     this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
-    this.fulfillment = new FulfillmentClient(connectionOptions(this.settings.fulfillment));
+    const onCall = opts.onFulfillmentCall;
+    this.fulfillment = new FulfillmentClient({
+      ...connectionOptions(this.settings.fulfillment),
+      // "/osac.private.v1.BareMetalInstances/List" -> "BareMetalInstances/List": a small, fixed label set.
+      onCall: onCall && ((method, code) => onCall(method.slice(method.lastIndexOf(".") + 1), code)),
+    });
     this.stateDir = opts.stateDir ?? defaultStateDir(env);
     this.stacks = new StackManager({
       // Stack config files (Pulumi.<stack>.yaml) go beside Pulumi.yaml, so `pulumi preview` works from the
@@ -152,6 +159,7 @@ export class App {
       kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
       ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory,
       refreshIntervalMs: Number(this.env.BMW_REFRESH_INTERVAL_MS ?? 600_000),
+      progressReportMs: Number(this.env.BMW_PROGRESS_REPORT_MS ?? 10_000),
       bmiDeleteTimeoutMs: Number(this.env.BMW_BMI_DELETE_TIMEOUT_MS ?? 600_000),
     };
   }

@@ -21,6 +21,11 @@ export interface LoopOptions {
   isLeader?: () => boolean;
   log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
   onTick?: (tick: { orders: number; at: Date }) => void;
+  /**
+   * A pass ended: every order listed by a timer tick has been reconciled once since that tick. Its
+   * duration, compared with the interval, says whether the loop keeps up with the number of orders.
+   */
+  onPass?: (pass: { orders: number; durationMs: number }) => void;
   onResult?: (ref: OrderRef, result: ReconcileResult | Error, durationMs: number) => void;
 }
 
@@ -42,6 +47,8 @@ export class ReconcileLoop {
   private wake?: NodeJS.Timeout;
   private stops: (() => void)[] = [];
   private stopped = false;
+  /** The current pass: orders of the last tick not yet reconciled since it. */
+  private pass?: { startedAt: number; orders: number; pending: Set<string> };
   lastTickAt?: Date;
 
   constructor(private readonly opts: LoopOptions) {}
@@ -78,11 +85,18 @@ export class ReconcileLoop {
     try {
       const orders = (await Promise.all((this.opts.namespaces?.length ? this.opts.namespaces : [undefined])
         .map((ns) => this.opts.kube.listClusterOrders(ns)))).flat();
+      if (this.pass && (!this.opts.isLeader || this.opts.isLeader())) {
+        this.opts.log("warn", "the previous pass had not finished when the timer ticked again: the interval is shorter than a pass",
+          { pending: this.pass.pending.size, orders: this.pass.orders });
+      }
+      const keys = new Set(orders.map((o) => refKey(o.metadata)));
+      this.pass = { startedAt: Date.now(), orders: keys.size, pending: keys };
       for (const o of orders) {
         this.uidToKey.set(o.metadata.uid, refKey(o.metadata));
         this.enqueue(o.metadata, Date.now());
       }
       this.lastTickAt = new Date();
+      if (keys.size === 0) this.endPass();
       this.opts.onTick?.({ orders: orders.length, at: this.lastTickAt });
     } catch (err) {
       this.opts.log("error", "listing ClusterOrders failed; the next tick retries", { error: String(err) });
@@ -165,6 +179,13 @@ export class ReconcileLoop {
     this.schedule();
   }
 
+  private endPass(): void {
+    const pass = this.pass;
+    if (!pass) return;
+    this.pass = undefined;
+    this.opts.onPass?.({ orders: pass.orders, durationMs: Date.now() - pass.startedAt });
+  }
+
   private async run(k: string): Promise<void> {
     const ref = keyRef(k);
     const started = Date.now();
@@ -179,6 +200,8 @@ export class ReconcileLoop {
       this.enqueue(ref, Date.now() + (this.opts.errorRequeueMs ?? 10_000));
     } finally {
       this.running.delete(k);
+      // Only a run that started after the tick counts for its pass (one already running saw older state).
+      if (this.pass && started >= this.pass.startedAt && this.pass.pending.delete(k) && this.pass.pending.size === 0) this.endPass();
       this.schedule();
     }
   }

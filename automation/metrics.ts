@@ -44,6 +44,7 @@ export class ReconcilerMetrics {
   readonly pulumiUps: Counter<"result">;
   readonly skippedByFingerprint: Counter;
   readonly fulfillmentCalls: Counter<"method" | "code">;
+  readonly passDuration: Gauge;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -81,6 +82,10 @@ export class ReconcilerMetrics {
     this.fulfillmentCalls = new Counter({
       name: "bmw_fulfillment_calls_total", help: "Calls to the fulfillment-service private API, by method and gRPC code.",
       labelNames: ["method", "code"], registers,
+    });
+    this.passDuration = new Gauge({
+      name: "bmw_loop_pass_duration_seconds",
+      help: "Duration of the last full pass: from a timer tick until every ClusterOrder it listed was reconciled once.", registers,
     });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });
   }
@@ -125,6 +130,12 @@ export class ReconcilerMetrics {
   /** `code` is the gRPC status name ("OK", "UNAVAILABLE", ...), a bounded set. */
   countFulfillmentCall(method: string, code: string): void {
     this.fulfillmentCalls.inc({ method, code });
+  }
+
+  /** Running totals of the loop's work, for per-pass figures in the log. */
+  async totals(): Promise<{ ups: number; skipped: number; fulfillmentCalls: number }> {
+    const sum = async (c: Counter<string>) => (await c.get()).values.reduce((a, v) => a + v.value, 0);
+    return { ups: await sum(this.pulumiUps), skipped: await sum(this.skippedByFingerprint), fulfillmentCalls: await sum(this.fulfillmentCalls) };
   }
 
   /** The Prometheus text exposition. */

@@ -42,6 +42,8 @@ export interface ReconcileDeps {
   bmiDeleteTimeoutMs?: number;
   /** How often a stack is refreshed to detect drift made outside Pulumi (default 10 min; 0 = never). */
   refreshIntervalMs?: number;
+  /** While an `up` runs longer than this, the status is observed and written again at this interval (0 = never). */
+  progressReportMs?: number;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -133,9 +135,12 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
 
   failpoint("reconcile.beforeUp"); // fault suite: killed after planning, before `up`
   let up: UpResult;
+  const progress = progressReports(deps, ref, mem);
   try {
     up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan) });
+    await progress.stop();
   } catch (err) {
+    await progress.stop();
     // A failed update (e.g. a BMI delete still waiting) changed part of the world: report what is there
     // now, so status and conditions do not lag behind, then let the loop retry with its backoff.
     mem.lastFingerprint = undefined;
@@ -156,6 +161,38 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   // observation, and a plan that changed since (an Agent registered meanwhile) must not be taken as applied.
   mem.lastFingerprint = after.plan.fence.length === 0 && fingerprint(after.plan) === fp ? fp : undefined;
   return { action: "up", plan: after.plan, up, requeueAt: after.plan.requeueAt ? new Date(after.plan.requeueAt) : requeueAt };
+}
+
+/**
+ * An update can wait minutes on a BMI delete or on the service; meanwhile the status would still say what
+ * the world was before it began. This reports the observed state every `progressReportMs` until stop(),
+ * which also waits for a report in flight so it never lands after the final one.
+ */
+function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): { stop(): Promise<void> } {
+  const every = deps.progressReportMs ?? 0;
+  if (every <= 0) return { stop: async () => undefined };
+  let stopped = false;
+  let inFlight: Promise<void> = Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const tick = () => {
+    inFlight = (async () => {
+      try {
+        const now = await observeAndPlan(deps, ref, mem);
+        if (!stopped) await report(deps, now.snapshot, now.plan);
+      } catch (err) {
+        deps.log?.("progress report failed; the report after the update follows", { error: String(err) });
+      }
+      if (!stopped) timer = setTimeout(tick, every);
+    })();
+  };
+  timer = setTimeout(tick, every);
+  return {
+    stop: async () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await inFlight;
+    },
+  };
 }
 
 /** Our one-line summary of a change, stored as the update message (shown by `history`). */

@@ -25,8 +25,8 @@ export interface RunOptions extends AppOptions {
 export async function runLoop(opts: RunOptions): Promise<void> {
   process.env.BMW_FAILPOINT_PGID = String(process.pid); // fault suite: started detached, so our pid is our process group
   const log = createLogger({ name: "reconciler" });
-  const app = await createApp(opts);
   const metrics = new ReconcilerMetrics();
+  const app = await createApp({ ...opts, onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
   const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
@@ -35,6 +35,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
     onStoppedLeading: () => log.warn({ identity }, "lost leadership: standing by"),
   });
+  let passStart = metrics.totals();
   const loop = new ReconcileLoop({
     kube: app.kube,
     namespaces: opts.namespaces,
@@ -42,7 +43,15 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     concurrency: opts.concurrency,
     isLeader: () => elector.isLeader(),
     log: (level, msg, fields) => log[level](fields ?? {}, msg),
-    onTick: () => heartbeat.beat(),
+    onTick: () => {
+      heartbeat.beat();
+      passStart = metrics.totals();
+    },
+    onPass: ({ orders, durationMs }) => {
+      metrics.passDuration.set(durationMs / 1000);
+      void Promise.all([passStart, metrics.totals()]).then(([a, b]) => log.info({ orders, durationMs,
+        ups: b.ups - a.ups, skipped: b.skipped - a.skipped, fulfillmentCalls: b.fulfillmentCalls - a.fulfillmentCalls }, "pass complete"));
+    },
     reconcile: async (ref) => {
       const done = metrics.startReconcile();
       try {
@@ -52,9 +61,14 @@ export async function runLoop(opts: RunOptions): Promise<void> {
         if (r.up) metrics.countUp("succeeded");
         const k = `${ref.namespace}/${ref.name}`;
         if (r.plan && r.action !== "deleted" && r.action !== "gone") {
-          const order = await app.kube.getClusterOrder(ref.namespace, ref.name);
+          // An order's tenant does not change: read it once, not on every reconcile.
+          let tenant = counts.get(k)?.tenant;
+          if (!tenant) {
+            const order = await app.kube.getClusterOrder(ref.namespace, ref.name);
+            tenant = order?.metadata.annotations?.["osac.openshift.io/tenant"] ?? "unknown";
+          }
           counts.set(k, {
-            tenant: order?.metadata.annotations?.["osac.openshift.io/tenant"] ?? "unknown",
+            tenant,
             desired: r.plan.status.desiredWorkers, ready: r.plan.status.readyWorkers,
             failed: r.plan.status.workers.filter((w) => w.phase === "Failed").length,
           });

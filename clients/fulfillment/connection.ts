@@ -23,6 +23,8 @@ export interface ConnectionOptions {
   /** Retry policy for idempotent calls. */
   retry?: Partial<RetryPolicy>;
   clock?: RetryClock;
+  /** Told about every attempt once it ends: the method path and the gRPC status name ("OK", "UNAVAILABLE"). */
+  onCall?: (method: string, code: string) => void;
 }
 
 export const DEFAULT_DEADLINE_MS = 30_000;
@@ -82,6 +84,7 @@ export class Connection {
     return new Promise<Res>((resolve, reject) => {
       this.client.makeUnaryRequest(method.path, method.requestSerialize, method.responseDeserialize, request,
         metadata, { deadline }, (err, value) => {
+          this.options.onCall?.(method.path, grpc.status[err ? err.code : grpc.status.OK] ?? "UNKNOWN");
           if (err) reject(classifyCallError(method.path, err));
           else if (value === undefined) reject(new Error(`${method.path}: empty response`));
           else resolve(value);

@@ -74,6 +74,43 @@ describe("ReconcileLoop", () => {
     expect(peak).toBe(2);
   });
 
+  it("reports a pass once every order of a tick was reconciled after it, and warns when a tick overruns a pass", async () => {
+    const passes: { orders: number; durationMs: number }[] = [];
+    const warnings: string[] = [];
+    const { kube } = fakeKube(Array.from({ length: 5 }, (_, i) => order("p", `o${i}`)));
+    loop = new ReconcileLoop({
+      kube, intervalMs: 10_000, concurrency: 2, onPass: (p) => passes.push(p),
+      log: (level, msg) => void (level === "warn" && warnings.push(msg)),
+      reconcile: async () => {
+        await sleep(40);
+        return { action: "skipped" };
+      },
+    });
+    await loop.start();
+    await sleep(400);
+    // Five orders, two at a time, 40 ms each: three rounds.
+    expect(passes).toHaveLength(1);
+    expect(passes[0].orders).toBe(5);
+    expect(passes[0].durationMs).toBeGreaterThanOrEqual(110);
+    expect(warnings).toEqual([]);
+    loop.stop();
+
+    const slow = new ReconcileLoop({
+      kube, intervalMs: 100, concurrency: 1, onPass: (p) => passes.push(p),
+      log: (level, msg) => void (level === "warn" && warnings.push(msg)),
+      reconcile: async () => {
+        await sleep(60);
+        return { action: "skipped" };
+      },
+    });
+    loop = slow;
+    await slow.start();
+    await sleep(250);
+    slow.stop();
+    await slow.drain();
+    expect(warnings.some((w) => w.includes("interval is shorter than a pass"))).toBe(true);
+  });
+
   it("honours requeueAt and requeues failures after errorRequeueMs", async () => {
     const times: Record<string, number[]> = { ok: [], bad: [] };
     const t0 = Date.now();

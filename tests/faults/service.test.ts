@@ -143,11 +143,13 @@ describe("the reconciler under fulfillment-service and control-plane faults", ()
       return all.find((b) => b.metadata?.deletion_timestamp)?.metadata?.name;
     }, 90_000, 500);
     const createsDuring = await creates();
-    await sleep(5 * INTERVAL_S * 1000); // five ticks stuck
-    const o = await lane.probe.order();
-    // In teardown: the status is written after each `up`, and the `up` is held in the provider's delete
-    // wait, so the last report may still say Unbinding (see the report: no status while an up blocks).
-    expect(["Unbinding", "Deleting"]).toContain(o?.status?.workers?.find((w) => w.bareMetalInstance?.name === stuck)?.phase);
+    // The update waits in the provider's delete; the progress reports (every 10 s by default) show it.
+    await eventuallyPasses(async () => {
+      const o = await lane.probe.order();
+      expect(o?.status?.workers?.find((w) => w.bareMetalInstance?.name === stuck)?.phase).toBe("Deleting");
+    }, 30_000, 500);
+    await sleep(5 * INTERVAL_S * 1000); // five more ticks stuck
+    expect((await lane.probe.order())?.status?.workers?.find((w) => w.bareMetalInstance?.name === stuck)?.phase).toBe("Deleting");
     expect(await creates()).toBe(createsDuring); // no replacement while it is stuck
     expect((await lane.probe.bmis(lane.uid)).map((b) => b.metadata?.name)).toContain(stuck);
     const t0 = Date.now();

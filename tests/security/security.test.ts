@@ -249,5 +249,11 @@ describe("secrets", () => {
     await scrapeMetrics();
     expect(metricsScrapes.length).toBeGreaterThanOrEqual(4);
     expect(metricsScrapes.flatMap((m, i) => leaks(`metrics scrape ${i}`, m))).toEqual([]);
+    // The scrapes carry real figures (so the scan looked at something): calls to the service by method
+    // and code, pulumi ups, and the pass duration of the loop.
+    const last = metricsScrapes[metricsScrapes.length - 1];
+    expect(last).toMatch(/bmw_fulfillment_calls_total\{method="BareMetalInstances\/List",code="OK"\} [1-9]/);
+    expect(last).toMatch(/bmw_pulumi_ups_total\{result="succeeded"\} [1-9]/);
+    expect(last).toMatch(/bmw_loop_pass_duration_seconds \d/);
   });
 });

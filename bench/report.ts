@@ -1,0 +1,70 @@
+// The benchmark's result record and its markdown rendering (every figure beside its baseline).
+export interface SteadyInterval {
+  orders: number;
+  workers: number;
+  /** Wall time of one pass: the timer tick until every order it listed was reconciled. */
+  passMs: number;
+  /** pulumi CLI processes started between two consecutive passes (one timer interval). */
+  pulumiProcesses: number;
+  ups: number;
+  skipped: number;
+  fulfillmentCalls: number;
+  rssMiB: number;
+}
+
+export interface BenchResult {
+  startedAt: string;
+  options: Record<string, unknown>;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; pulumi: string; platform: string };
+  floor: { runs: number[]; medianMs: number };
+  idleRssMiB: number;
+  burst?: { orders: number; bmis: number; createMs: number; allBmisMs: number; stacksPerMinute: number };
+  steady: SteadyInterval[];
+  events?: { count: number; latenciesMs: number[]; medianMs: number; p95Ms: number };
+  naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
+}
+
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const x = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : "n/a");
+
+export function renderMarkdown(r: BenchResult): string {
+  const m = r.machine;
+  const out: string[] = [
+    `# baremetal-workers benchmark, ${r.startedAt}`,
+    "",
+    `Machine: ${m.cpus} cores (${m.cpuModel}), ${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}, pulumi ${m.pulumi}.`,
+    `Options: ${JSON.stringify(r.options)}`,
+    "",
+    "| measure | value | baseline | ratio |",
+    "|---|---|---|---|",
+  ];
+  const floor = r.floor.medianMs;
+  if (r.events) {
+    out.push(`| event → first BMI Create, median (${r.events.count} events) | ${s(r.events.medianMs)} | bare one-resource \`pulumi up\` ${s(floor)} | ${x(r.events.medianMs, floor)} |`);
+    out.push(`| event → first BMI Create, p95 | ${s(r.events.p95Ms)} | bare one-resource \`pulumi up\` ${s(floor)} | ${x(r.events.p95Ms, floor)} |`);
+  }
+  const last = r.steady[r.steady.length - 1];
+  if (last && r.naive) {
+    const scale = last.orders / r.naive.stacks;
+    const naiveWall = r.naive.wallMs * scale;
+    const naiveProcs = r.naive.pulumiProcesses * scale;
+    const note = scale === 1 ? "" : ` (measured over ${r.naive.stacks} stacks, ×${scale.toFixed(1)})`;
+    out.push(`| steady tick at ${last.orders} orders × ${last.workers / last.orders} workers: wall time | ${s(last.passMs)} | naive loop (\`up\` on every stack)${note} ${s(naiveWall)} | ${x(last.passMs, naiveWall)} |`);
+    out.push(`| steady tick: pulumi processes | ${last.pulumiProcesses} | naive loop${note} ${Math.round(naiveProcs)} | ${x(last.pulumiProcesses, naiveProcs)} |`);
+  }
+  if (r.burst) {
+    out.push(`| burst: ${r.burst.orders} orders created at once until all ${r.burst.bmis} BMIs exist | ${r.burst.stacksPerMinute.toFixed(1)} stacks/min (${s(r.burst.allBmisMs)}) | floor: one \`up\` at a time ${(60_000 / floor).toFixed(1)} ups/min | ${x(r.burst.stacksPerMinute, 60_000 / floor)} |`);
+  }
+  if (last) {
+    out.push(`| reconciler RSS at ${last.orders} orders | ${last.rssMiB.toFixed(0)} MiB | idle, 0 orders ${r.idleRssMiB.toFixed(0)} MiB | ${x(last.rssMiB, r.idleRssMiB)} |`);
+  }
+  out.push("", "Steady state as the number of workers grows (one timer interval each):", "",
+    "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | fulfillment calls | calls per order | RSS |",
+    "|---|---|---|---|---|---|---|---|---|");
+  for (const st of r.steady) {
+    out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB |`);
+  }
+  if (r.events) out.push("", `Event latencies (ms): ${r.events.latenciesMs.join(", ")}`);
+  out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}`, "");
+  return out.join("\n");
+}

@@ -1,0 +1,373 @@
+// `npm run bench`: speed and memory of the reconciler on the lab, every figure next to a baseline
+// measured in the same run (issue 7). Not part of `npm test`.
+//
+//   floor      bare `pulumi up` of a one-resource dynamic-provider program (bench/floor)
+//   burst      B ClusterOrders created at once until every BMI of theirs exists: stacks per minute
+//   growth     more orders up to N × W workers, all Ready; at each size one steady interval:
+//              pass wall time, pulumi processes, fulfillment calls, reconciler RSS
+//   events     E scale-ups at steady state: ClusterOrder patch → first BMI Create (median, p95),
+//              as a ratio to the floor
+//   naive      a loop that runs `up` on every stack each tick (the same program, stacks and
+//              concurrency, reconciler stopped): wall time and pulumi processes of one tick
+//
+// Writes <out>/bench-<time>.json and .md. The reconciler is the real `baremetal-workers run` child
+// process with the product's defaults (60 s interval, 4 stacks at a time), on its own lab.
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as k8s from "@kubernetes/client-node";
+import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
+import yargs from "yargs";
+import { hideBin } from "yargs/helpers";
+import { programEnv } from "../automation/app";
+import { programSettings } from "../automation/settings";
+import { StackManager } from "../automation/stacks";
+import { PROJECT_ROOT, pulumiEnv, toolchain } from "../automation/toolchain";
+import { Filter, type FulfillmentClient } from "../clients/fulfillment";
+import { startLab, type Lab } from "../lab";
+import { ORDER_LABEL } from "../planner/names";
+import type { ClusterOrder } from "../planner/types";
+import { createPulumiShim, type PulumiShim } from "./pulumiShim";
+import { renderMarkdown, type BenchResult, type SteadyInterval } from "./report";
+import { median, percentile } from "./stats";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (msg: string) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+interface Options {
+  orders: number;
+  workers: number;
+  burst: number;
+  events: number;
+  floorRuns: number;
+  concurrency: number;
+  interval: number;
+  naiveOrders?: number;
+  dir: string;
+  out: string;
+  keep: boolean;
+  timeout: number;
+}
+
+async function options(): Promise<Options> {
+  const argv = await yargs(hideBin(process.argv))
+    .usage("npm run bench [-- options]")
+    .option("orders", { type: "number", default: 500, describe: "ClusterOrders at steady state" })
+    .option("workers", { type: "number", default: 4, describe: "compute workers per ClusterOrder" })
+    .option("burst", { type: "number", default: 100, describe: "ClusterOrders created at once (the first of them)" })
+    .option("events", { type: "number", default: 20, describe: "scale events timed at steady state" })
+    .option("floor-runs", { type: "number", default: 5, describe: "bare one-resource `pulumi up` runs timed" })
+    .option("concurrency", { type: "number", default: 4, describe: "stacks updated at once (the reconciler's default)" })
+    .option("interval", { type: "number", default: 60, describe: "reconciler timer interval, seconds (its default)" })
+    .option("naive-orders", { type: "number", describe: "stacks in the naive tick (default: all)" })
+    .option("dir", { type: "string", describe: "working directory (lab, state); default a new temp dir" })
+    .option("out", { type: "string", default: path.join(PROJECT_ROOT, "bench", "results") })
+    .option("keep", { type: "boolean", default: false, describe: "leave the lab running and the directory in place" })
+    .option("timeout", { type: "number", default: 5400, describe: "seconds allowed for any one stage" })
+    .check((a) => {
+      if (a.burst > a.orders) throw new Error("--burst cannot exceed --orders");
+      if (a.events > a.orders) throw new Error("--events cannot exceed --orders");
+      return true;
+    })
+    .strict().help().parseAsync();
+  return {
+    orders: argv.orders, workers: argv.workers, burst: argv.burst, events: argv.events, floorRuns: argv["floor-runs"],
+    concurrency: argv.concurrency, interval: argv.interval, naiveOrders: argv["naive-orders"],
+    dir: argv.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bmw-bench-")), out: argv.out, keep: argv.keep, timeout: argv.timeout,
+  };
+}
+
+async function until<T>(what: string, timeoutS: number, probe: () => Promise<T | undefined>, everyMs = 2_000): Promise<T> {
+  const deadline = Date.now() + timeoutS * 1000;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutS} s waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** The floor: `pulumi up` of bench/floor on fresh stacks (each a create of one dynamic resource). */
+async function measureFloor(o: Options, shimEnv: Record<string, string>): Promise<number[]> {
+  const tc = toolchain();
+  const stateDir = path.join(o.dir, "floor-state");
+  fs.mkdirSync(stateDir, { recursive: true });
+  const pulumiCommand = await PulumiCommand.get({ root: tc.pulumiRoot });
+  const envVars = pulumiEnv(tc, { PULUMI_BACKEND_URL: `file://${stateDir}`, PULUMI_CONFIG_PASSPHRASE: "bench", PULUMI_NODEJS_TRANSPILE_ONLY: "true", ...shimEnv });
+  const times: number[] = [];
+  for (let i = 0; i <= o.floorRuns; i++) {
+    const stack = await LocalWorkspace.createOrSelectStack({ stackName: `floor-${i}`, workDir: path.join(PROJECT_ROOT, "bench", "floor") },
+      { pulumiCommand, envVars });
+    await stack.setConfig("value", { value: String(i) });
+    const t0 = performance.now();
+    const r = await stack.up();
+    const ms = performance.now() - t0;
+    if (r.summary.resourceChanges?.create !== 2) throw new Error(`floor up ${i} did not create its resource: ${JSON.stringify(r.summary.resourceChanges)}`);
+    // The first run warms the page cache and ts-node's caches; it is not counted.
+    if (i > 0) times.push(ms);
+  }
+  return times;
+}
+
+class Reconciler {
+  readonly child: ChildProcess;
+  readonly logFile: string;
+  private offset = 0;
+  readonly passes: { time: number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number }[] = [];
+
+  constructor(env: NodeJS.ProcessEnv, o: Options, logFile: string) {
+    this.logFile = logFile;
+    const fd = fs.openSync(logFile, "a");
+    this.child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
+      "run", "--interval", String(o.interval), "--concurrency", String(o.concurrency), "--lease-namespace", "bmw-bench",
+      "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd] });
+    fs.closeSync(fd);
+  }
+
+  /** Reads new "pass complete" lines of the reconciler's JSON log. */
+  poll(): void {
+    const text = fs.readFileSync(this.logFile, "utf8");
+    const fresh = text.slice(this.offset);
+    const end = fresh.lastIndexOf("\n");
+    if (end < 0) return;
+    this.offset += end + 1;
+    for (const line of fresh.slice(0, end).split("\n")) {
+      if (!line.includes('"pass complete"')) continue;
+      const j = JSON.parse(line) as { time: number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number };
+      this.passes.push({ time: j.time, orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, fulfillmentCalls: j.fulfillmentCalls });
+    }
+  }
+
+  rssKiB(): number {
+    const status = fs.readFileSync(`/proc/${this.child.pid}/status`, "utf8");
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  }
+
+  async nextPass(after: number, timeoutS: number): Promise<Reconciler["passes"][number]> {
+    return until("the reconciler's next full pass", timeoutS, async () => {
+      this.poll();
+      return this.passes.find((p) => p.time > after);
+    }, 1_000);
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    this.child.kill("SIGTERM");
+    await until("the reconciler to stop", 120, async () => (this.child.exitCode !== null ? true : undefined), 200).catch(() => this.child.kill("SIGKILL"));
+  }
+}
+
+class World {
+  private readonly api: k8s.CustomObjectsApi;
+  constructor(readonly lab: Lab, readonly f: FulfillmentClient, readonly o: Options) {
+    this.api = lab.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
+  }
+
+  ref(i: number): { namespace: string; name: string } {
+    return { namespace: `bench-${i % 10}`, name: `order-${String(i).padStart(4, "0")}` };
+  }
+
+  async createOrders(from: number, to: number): Promise<Map<string, string>> {
+    const uids = new Map<string, string>();
+    const idx = Array.from({ length: to - from }, (_, k) => from + k);
+    // Ten at a time: "at once" as far as the reconciler can tell, without flooding the apiserver client.
+    for (let k = 0; k < idx.length; k += 10) {
+      await Promise.all(idx.slice(k, k + 10).map(async (i) => {
+        const r = this.ref(i);
+        const so = await this.lab.createSampleOrder({ ...r, nodeRequests: [{ nodeSet: "compute", numberOfNodes: this.o.workers, instanceType: "compute" }] });
+        uids.set(`${r.namespace}/${r.name}`, so.uid);
+      }));
+    }
+    return uids;
+  }
+
+  /** Live BMIs per order uid. */
+  async bmisByOrder(): Promise<Map<string, { name: string; created: number }[]>> {
+    const all = await this.f.bareMetalInstances.listAll(Filter.tenantEquals("system"));
+    const out = new Map<string, { name: string; created: number }[]>();
+    for (const b of all) {
+      const uid = b.metadata?.labels?.[ORDER_LABEL];
+      if (!uid || b.metadata?.deletion_timestamp) continue;
+      const ts = b.metadata?.creation_timestamp;
+      const created = ts ? Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : 0;
+      out.set(uid, [...(out.get(uid) ?? []), { name: b.metadata?.name ?? "", created }]);
+    }
+    return out;
+  }
+
+  async orders(): Promise<ClusterOrder[]> {
+    const res = (await this.api.listClusterCustomObject({ group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders" })) as { items: ClusterOrder[] };
+    return res.items;
+  }
+
+  async readyCount(n: number): Promise<number> {
+    return (await this.orders()).filter((o) => o.status?.readyWorkers === n && (o.status?.workers ?? []).length === n).length;
+  }
+
+  async scale(i: number, n: number): Promise<void> {
+    const r = this.ref(i);
+    await this.api.patchNamespacedCustomObject({
+      group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders", ...r,
+      body: [{ op: "replace", path: "/spec/nodeRequests/0/numberOfNodes", value: n }],
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch));
+  }
+}
+
+async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, orders: number, timeoutS: number): Promise<SteadyInterval> {
+  // A pass that starts after everything is Ready, then the whole next interval (tick to tick).
+  const first = await rec.nextPass(Date.now(), timeoutS);
+  const c0 = shim.count();
+  const second = await rec.nextPass(first.time, timeoutS);
+  const c1 = shim.count();
+  return {
+    orders, workers: orders * world.o.workers, passMs: second.durationMs, pulumiProcesses: c1 - c0, ups: second.ups,
+    skipped: second.skipped, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
+  };
+}
+
+async function naiveTick(o: Options, env: NodeJS.ProcessEnv, world: World, shim: PulumiShim, count: number): Promise<{ stacks: number; wallMs: number; pulumiProcesses: number; changed: number }> {
+  const settings = programSettings(env);
+  const stacks = new StackManager({
+    stateDir: env.BMW_STATE_DIR, workDir: env.BMW_WORK_DIR, passphraseFile: env.PULUMI_CONFIG_PASSPHRASE_FILE,
+    envVars: programEnv(settings, env), toolchain: toolchain(env),
+  });
+  const refs = Array.from({ length: count }, (_, i) => world.ref(i));
+  // Stack selection and config reads are set up before the clock starts, as a long-running naive loop would have.
+  for (const r of refs) await stacks.ensureStack(r);
+  const c0 = shim.count();
+  const t0 = performance.now();
+  let changed = 0;
+  const queue = [...refs];
+  await Promise.all(Array.from({ length: o.concurrency }, async () => {
+    for (let r = queue.shift(); r; r = queue.shift()) {
+      const up = await stacks.up(r, { message: "naive loop: up every tick" });
+      if (up.changes.create + up.changes.update + up.changes.delete + up.changes.replace > 0) changed++;
+    }
+  }));
+  return { stacks: count, wallMs: performance.now() - t0, pulumiProcesses: shim.count() - c0, changed };
+}
+
+async function main(): Promise<void> {
+  const o = await options();
+  fs.mkdirSync(o.dir, { recursive: true });
+  fs.mkdirSync(o.out, { recursive: true });
+  const started = new Date();
+  const tc = toolchain();
+  const shim = createPulumiShim(tc, o.dir);
+  const shimEnv = { BMW_CACHE_DIR: shim.cacheDir };
+  log(`working in ${o.dir}; ${o.orders} orders × ${o.workers} workers, burst ${o.burst}, ${o.events} events`);
+
+  const floor = await measureFloor(o, {});
+  log(`floor: bare one-resource up median ${median(floor).toFixed(0)} ms`);
+
+  const hosts = Math.ceil(((o.orders * o.workers + o.events + 8) / 3) * 4);
+  const lab = await startLab({ dir: path.join(o.dir, "lab"), preset: "fast", hosts });
+  const f = lab.fulfillmentClient();
+  const world = new World(lab, f, o);
+  await lab.createNamespace("bmw-bench");
+  const stateDir = path.join(o.dir, "state");
+  const passphrase = path.join(o.dir, "state.passphrase");
+  fs.writeFileSync(passphrase, "bench-passphrase", { mode: 0o600 });
+  const env: NodeJS.ProcessEnv = {
+    ...process.env, ...shimEnv,
+    BMW_KUBECONFIG: lab.kubeconfigPath,
+    BMW_FULFILLMENT_ADDRESS: lab.fulfillment.address,
+    BMW_FULFILLMENT_TOKEN_FILE: lab.fulfillment.tokenFile,
+    ...(lab.fulfillment.plaintext ? { BMW_FULFILLMENT_PLAINTEXT: "true" } : { BMW_FULFILLMENT_CA_FILE: lab.fulfillment.caFile ?? "" }),
+    BMW_IGNITION_CA_FILE: lab.assisted.caFile,
+    BMW_STATE_DIR: stateDir,
+    BMW_WORK_DIR: path.join(o.dir, "project"),
+    PULUMI_CONFIG_PASSPHRASE_FILE: passphrase,
+    BMW_LOG_LEVEL: "info",
+  };
+  const rec = new Reconciler(env, o, path.join(o.dir, "reconciler.log"));
+  const result: BenchResult = {
+    startedAt: started.toISOString(), options: { ...o, dir: undefined },
+    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version,
+      pulumi: tc.versions.pulumi, platform: `${os.platform()} ${os.release()}` },
+    floor: { runs: floor, medianMs: median(floor) },
+    steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0,
+  };
+  try {
+    const idle = await rec.nextPass(0, 300);
+    result.idleRssMiB = rec.rssKiB() / 1024;
+    log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB`);
+
+    // Burst: the first B orders at once.
+    const t0 = Date.now();
+    const uids = await world.createOrders(0, o.burst);
+    const created = Date.now();
+    await until(`every BMI of the ${o.burst} burst orders`, o.timeout, async () => {
+      const by = await world.bmisByOrder();
+      const done = [...uids.values()].filter((u) => (by.get(u)?.length ?? 0) >= o.workers).length;
+      return done === o.burst ? true : undefined;
+    }, 3_000);
+    const burstMs = Date.now() - t0;
+    result.burst = { orders: o.burst, bmis: o.burst * o.workers, createMs: created - t0, allBmisMs: burstMs, stacksPerMinute: o.burst / (burstMs / 60_000) };
+    log(`burst: ${o.burst} orders' BMIs all created in ${(burstMs / 1000).toFixed(0)} s (${result.burst.stacksPerMinute.toFixed(1)} stacks/min)`);
+
+    // Growth to N orders; one steady interval at each size.
+    const sizes = [...new Set([o.burst, Math.round((o.burst + o.orders) / 2), o.orders])].filter((s) => s >= o.burst);
+    let have = o.burst;
+    for (const size of sizes) {
+      if (size > have) {
+        await world.createOrders(have, size);
+        have = size;
+      }
+      await until(`${size} orders Ready with ${o.workers} workers`, o.timeout, async () => {
+        const ready = await world.readyCount(o.workers);
+        return ready >= size ? true : undefined;
+      }, 5_000);
+      const s = await steadyInterval(rec, world, shim, size, o.interval * 3 + o.timeout);
+      result.steady.push(s);
+      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB`);
+    }
+
+    // Events: scale-ups of distinct orders, patch → first Create of the new BMI.
+    const latencies: number[] = [];
+    const allUids = new Map([...uids, ...(await world.orders()).map((x) => [`${x.metadata.namespace}/${x.metadata.name}`, x.metadata.uid] as [string, string])]);
+    for (let e = 0; e < o.events; e++) {
+      const i = Math.floor((e * o.orders) / o.events);
+      const r = world.ref(i);
+      const uid = allUids.get(`${r.namespace}/${r.name}`)!;
+      const before = new Set(((await world.bmisByOrder()).get(uid) ?? []).map((b) => b.name));
+      const at = Date.now();
+      await world.scale(i, o.workers + 1);
+      const fresh = await until(`a new BMI for ${r.namespace}/${r.name}`, o.timeout, async () => {
+        const mine = (await f.bareMetalInstances.listAll(Filter.labelsMatch({ [ORDER_LABEL]: uid })))
+          .filter((b) => !before.has(b.metadata?.name ?? ""));
+        const ts = mine[0]?.metadata?.creation_timestamp;
+        return ts ? Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : undefined;
+      }, 100);
+      latencies.push(fresh - at);
+      log(`event ${e + 1}/${o.events}: ${r.namespace}/${r.name} first Create after ${fresh - at} ms`);
+      await sleep(2_000);
+    }
+    result.events = { count: latencies.length, latenciesMs: latencies, medianMs: median(latencies), p95Ms: percentile(latencies, 95) };
+
+    // Naive: the reconciler stops; every stack gets an `up` (after the events settled, so most are no-ops).
+    await until("the scaled orders Ready", o.timeout, async () => ((await world.readyCount(o.workers)) + (await world.readyCount(o.workers + 1)) >= o.orders ? true : undefined), 5_000);
+    await rec.stop();
+    const naive = await naiveTick(o, env, world, shim, o.naiveOrders ?? o.orders);
+    result.naive = naive;
+    log(`naive tick over ${naive.stacks} stacks: ${(naive.wallMs / 1000).toFixed(0)} s, ${naive.pulumiProcesses} pulumi processes`);
+  } finally {
+    await rec.stop();
+    const stamp = started.toISOString().replace(/[:.]/g, "-");
+    const json = path.join(o.out, `bench-${stamp}.json`);
+    fs.writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
+    fs.writeFileSync(path.join(o.out, `bench-${stamp}.md`), renderMarkdown(result));
+    log(`results: ${json} (and .md)`);
+    f.close();
+    if (!o.keep) {
+      await lab.stop();
+      fs.rmSync(o.dir, { recursive: true, force: true });
+    }
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});
