@@ -9,6 +9,7 @@ import { Kube, loadKubeConfig } from "../clients/kube";
 import { plannerConfigFromEnv } from "../planner";
 import type { PlannerConfig, WorkerStatus } from "../planner/types";
 import type { OrderRef } from "./observe";
+import { ObserveCache } from "./observeCache";
 import { reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner } from "./reconcile";
 import { connectionOptions } from "../providers/bareMetalInstanceOps";
 import { programSettings, type ProgramSettings } from "./settings";
@@ -96,6 +97,7 @@ export class App {
   readonly config: PlannerConfig;
   readonly settings: ProgramSettings;
   readonly memory = new Map<string, OrderMemory>();
+  readonly observeCache = new ObserveCache();
   readonly stateDir: string;
   private readonly env: NodeJS.ProcessEnv;
   private readonly onOutput?: (chunk: string) => void;
@@ -131,12 +133,7 @@ export class App {
     return {
       async up(ref, o) {
         await stacks.recover(ref);
-        return stacks.up(ref, { message: o.message, onOutput });
-      },
-      async refresh(ref) {
-        if (!(await stacks.stackExists(ref))) return;
-        await stacks.recover(ref);
-        await stacks.refresh(ref, { message: "refresh: detect drift", onOutput });
+        return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh });
       },
       async destroy(ref) {
         await stacks.recover(ref);
@@ -157,8 +154,8 @@ export class App {
   reconcileDeps(): ReconcileDeps {
     return {
       kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
-      ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory,
-      refreshIntervalMs: Number(this.env.BMW_REFRESH_INTERVAL_MS ?? 600_000),
+      ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory, observeCache: this.observeCache,
+      refreshIntervalMs: Number(this.env.BMW_REFRESH_INTERVAL_MS ?? 3_600_000),
       progressReportMs: Number(this.env.BMW_PROGRESS_REPORT_MS ?? 10_000),
       bmiDeleteTimeoutMs: Number(this.env.BMW_BMI_DELETE_TIMEOUT_MS ?? 600_000),
     };

@@ -6,6 +6,7 @@ import type { FulfillmentClient } from "../clients/fulfillment";
 import { Filter, isTransient, observedBmi, resolveDiskImage } from "../clients/fulfillment";
 import type { BareMetalInstanceTypeOut, ClusterOut, ClusterVersionOut } from "../clients/fulfillment";
 import { fetchIgnition } from "../clients/ignition";
+import type { ObserveCache } from "./observeCache";
 import type { Kube } from "../clients/kube";
 import {
   INFRAENV_UID_ANNOTATION, NODE_SET_LABEL, ORDER_LABEL, SYSTEM_CATALOG_ITEM,
@@ -34,6 +35,8 @@ export interface ObserveDeps {
   ignitionCaFile?: string;
   ignitionTimeoutMs?: number;
   newName?: () => string;
+  /** Reuse of the shared catalog and of ignitions between reconciles (the reconciler's loop); none when absent. */
+  cache?: ObserveCache;
 }
 
 /** What observation learned besides the snapshot: errors to report, calls made. */
@@ -81,8 +84,17 @@ export function toObservedAgent(agent: AgentLike): ObservedAgent {
 }
 
 interface NodePoolLike extends UnstructuredMeta {
-  spec?: { replicas?: number };
+  spec?: { replicas?: number; clusterName?: string };
   status?: { replicas?: number };
+}
+
+/**
+ * The NodePools of the order's HostedCluster (spec.clusterName). A namespace can hold several hosted
+ * clusters, each with a NodePool for the same node set name; without this, each order would see the
+ * others' pools as ambiguous. Before the cluster is known, every NodePool of the namespace is a candidate.
+ */
+export function nodePoolsOfCluster<T extends NodePoolLike>(nodePools: T[], hostedClusterName: string | undefined): T[] {
+  return hostedClusterName ? nodePools.filter((np) => np.spec?.clusterName === hostedClusterName) : nodePools;
 }
 
 export function toObservedNodePool(np: NodePoolLike): ObservedNodePool {
@@ -174,12 +186,16 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
   let catalogItem = SYSTEM_CATALOG_ITEM;
   try {
     const orderFilter = Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid }));
-    const [listed, types, items] = await Promise.all([
+    const loadCatalog = async () => {
+      const r = await Promise.all([fulfillment.instanceTypes.listAll(), fulfillment.catalogItems.listAll(Filter.nameEquals(SYSTEM_CATALOG_ITEM))]);
+      fulfillmentCalls += 2;
+      return r;
+    };
+    const [listed, [types, items]] = await Promise.all([
       fulfillment.bareMetalInstances.listAll(orderFilter),
-      fulfillment.instanceTypes.listAll(),
-      fulfillment.catalogItems.listAll(Filter.nameEquals(SYSTEM_CATALOG_ITEM)),
+      deps.cache ? deps.cache.catalog(loadCatalog) : loadCatalog(),
     ]);
-    fulfillmentCalls += 3;
+    fulfillmentCalls += 1;
     bmis = listed.map(observedBmi);
     for (const t of types) instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t);
     catalogItem = items[0]?.id ?? SYSTEM_CATALOG_ITEM;
@@ -193,9 +209,10 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
 
   let ignition: IgnitionFetch | undefined;
   if (infraEnv?.ignitionUrl) {
-    ignition = await fetchIgnition(infraEnv.ignitionUrl, {
-      caFile: deps.ignitionCaFile, timeoutMs: deps.ignitionTimeoutMs, maxBytes: deps.config.ignitionMaxBytes,
-    });
+    const url = infraEnv.ignitionUrl;
+    const load = () => fetchIgnition(url, { caFile: deps.ignitionCaFile, timeoutMs: deps.ignitionTimeoutMs, maxBytes: deps.config.ignitionMaxBytes });
+    const rv = infraEnvs.find((ie) => ie.metadata?.uid === infraEnv.uid)?.metadata?.resourceVersion ?? "";
+    ignition = await (deps.cache ? deps.cache.ignition(`${infraEnv.uid}/${rv}/${url}`, load) : load());
   }
 
   const snapshot: Snapshot = {
@@ -209,7 +226,7 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
     catalogItem,
     bmis,
     agents: agents.map(toObservedAgent),
-    nodePools: nodePools.map(toObservedNodePool),
+    nodePools: nodePoolsOfCluster(nodePools, hc?.hostedClusterName).map(toObservedNodePool),
     clusterDeployment: cd?.metadata?.name ? { name: cd.metadata.name, namespace: cd.metadata.namespace ?? ns } : undefined,
     fulfillmentErrors: fulfillmentError ? 1 : 0,
     config: deps.config,

@@ -2,6 +2,7 @@
 // fingerprint), run it on the order's stack, then observe again and report (status, events, metrics).
 // Deletion runs the finalizer path: destroy the stack (every BMI deleted and confirmed gone), delete
 // leftover BMIs and Agents of the order, drop the finalizer, remove the stack.
+import * as crypto from "node:crypto";
 import type { FulfillmentClient } from "../clients/fulfillment";
 import { Filter, NotFoundError as FulfillmentNotFound } from "../clients/fulfillment";
 import { ConflictError, type Kube } from "../clients/kube";
@@ -10,6 +11,7 @@ import { FINALIZER, INFRAENV_UID_ANNOTATION, ORDER_LABEL, UNBINDING_STATE } from
 import { withPin } from "../planner/pin";
 import type { ClusterOrder, Plan, PlannerConfig, Snapshot } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "./observe";
+import type { ObserveCache } from "./observeCache";
 import { failpoint } from "./failpoints";
 import { recordEvents, writeStatus } from "./status";
 
@@ -21,10 +23,9 @@ export interface UpResult {
 
 /** The stack operations a reconcile needs (automation/stacks.ts implements them on the Automation API). */
 export interface StackRunner {
-  up(ref: OrderRef, opts: { message: string }): Promise<UpResult>;
+  /** `refresh`: read the live resources first (`up --refresh`), so drift is part of the diff. */
+  up(ref: OrderRef, opts: { message: string; refresh?: boolean }): Promise<UpResult>;
   destroy(ref: OrderRef): Promise<void>;
-  /** `pulumi refresh`: reconcile the stack's state with the live BMIs, Agents and hub objects (drift). */
-  refresh(ref: OrderRef): Promise<void>;
   removeStack(ref: OrderRef): Promise<void>;
   /** Extra program input (a rollback pin), undefined when none. */
   pinnedNodeSets(ref: OrderRef): Promise<Record<string, number> | undefined>;
@@ -36,11 +37,17 @@ export interface ReconcileDeps {
   stacks: StackRunner;
   config: PlannerConfig;
   ignitionCaFile?: string;
+  /** The long-running loop's observation cache (shared catalog, ignitions); absent for one-off reconciles. */
+  observeCache?: ObserveCache;
   now?: () => Date;
   /** Memory kept between reconciles of the same order (fingerprints, error counts). */
   memory: Map<string, OrderMemory>;
   bmiDeleteTimeoutMs?: number;
-  /** How often a stack is refreshed to detect drift made outside Pulumi (default 10 min; 0 = never). */
+  /**
+   * How often a stack is refreshed on its own (default 1 h; 0 = never). Every `up` already refreshes, so
+   * drift that changes what we observe is corrected when it is seen; this catches the rest (e.g. a BMI's
+   * spec edited outside Pulumi).
+   */
   refreshIntervalMs?: number;
   /** While an `up` runs longer than this, the status is observed and written again at this interval (0 = never). */
   progressReportMs?: number;
@@ -65,9 +72,16 @@ function key(ref: OrderRef): string {
   return `${ref.namespace}/${ref.name}`;
 }
 
+/** A stable offset in [0, interval) for an order: where in the interval its periodic refresh falls. */
+export function refreshOffset(orderKey: string, intervalMs: number): number {
+  if (intervalMs <= 0) return 0;
+  return crypto.createHash("sha256").update(orderKey).digest().readUInt32BE(0) % intervalMs;
+}
+
 async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): Promise<{ snapshot: Snapshot; plan: Plan; calls: number }> {
   const now = deps.now?.() ?? new Date();
-  const obs = await observe({ kube: deps.kube, fulfillment: deps.fulfillment, config: deps.config, ignitionCaFile: deps.ignitionCaFile }, ref, now);
+  const obs = await observe({ kube: deps.kube, fulfillment: deps.fulfillment, config: deps.config, ignitionCaFile: deps.ignitionCaFile,
+    cache: deps.observeCache }, ref, now);
   mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
   const pin = await deps.stacks.pinnedNodeSets(ref);
   const snapshot: Snapshot = { ...obs.snapshot, order: withPin(obs.snapshot.order, pin), fulfillmentErrors: mem.consecutiveFulfillmentErrors };
@@ -120,13 +134,14 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   }
 
   const nowMs = (deps.now?.() ?? new Date()).getTime();
-  const refreshEvery = deps.refreshIntervalMs ?? 600_000;
-  const refreshDue = refreshEvery > 0 && (mem.lastRefreshAt === undefined || nowMs - mem.lastRefreshAt >= refreshEvery);
-  if (refreshDue) {
-    // Drift (a BMI deleted or changed outside Pulumi) becomes visible to the next update's diff.
-    await deps.stacks.refresh(ref);
-    mem.lastRefreshAt = nowMs;
-  }
+  const refreshEvery = deps.refreshIntervalMs ?? 3_600_000;
+  // Spread the stacks' refreshes over the interval (a stable offset per order) instead of refreshing every
+  // stack at once after a restart: hundreds of orders would mean hundreds of pulumi runs in one tick.
+  mem.lastRefreshAt ??= nowMs - refreshOffset(key(ref), refreshEvery);
+  const refreshDue = refreshEvery > 0 && nowMs - mem.lastRefreshAt >= refreshEvery;
+  // A due refresh is an `up --refresh` even when nothing changed: one pulumi run that reads every resource
+  // and corrects what drifted, instead of a refresh followed by an update.
+  if (refreshDue) mem.lastRefreshAt = nowMs;
   const fp = fingerprint(plan);
   if (!refreshDue && fp === mem.lastFingerprint && plan.fence.length === 0) {
     await report(deps, snapshot, plan);
@@ -137,7 +152,7 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   let up: UpResult;
   const progress = progressReports(deps, ref, mem);
   try {
-    up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan) });
+    up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan), refresh: true });
     await progress.stop();
   } catch (err) {
     await progress.stop();

@@ -54,6 +54,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     },
     reconcile: async (ref) => {
       const done = metrics.startReconcile();
+      const started = Date.now();
       try {
         const r = await app.reconcile(ref);
         done(r.action === "skipped" ? "skipped" : "success");
@@ -76,7 +77,8 @@ export async function runLoop(opts: RunOptions): Promise<void> {
           counts.delete(k);
         }
         metrics.setWorkerGauges(counts.values());
-        log.info({ order: k, action: r.action, changes: r.up?.changes, message: r.message }, "reconciled");
+        log.info({ order: k, action: r.action, changes: r.up?.changes, upMs: r.up?.durationMs, durationMs: Date.now() - started,
+          message: r.message }, "reconciled");
         return r;
       } catch (err) {
         done("error");

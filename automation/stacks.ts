@@ -71,6 +71,8 @@ export interface RunOptions {
   onOutput?: (chunk: string) => void;
   /** Aborting sends SIGINT: the engine finishes in-flight steps, writes state and unlocks. */
   signal?: AbortSignal;
+  /** `up` only: read every resource first (`--refresh`), so drift made outside Pulumi is part of the diff. */
+  refresh?: boolean;
 }
 
 export interface PreviewResult {
@@ -262,7 +264,7 @@ export class StackManager {
       const t0 = Date.now();
       const r = await stack.up({
         message: opts.message ? oneLine(opts.message) : undefined, onOutput: opts.onOutput, signal: opts.signal,
-        parallel: this.parallelism, color: "never",
+        parallel: this.parallelism, color: "never", refresh: opts.refresh,
       });
       const outputs: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(r.outputs)) outputs[k] = v.secret ? "[secret]" : (v.value as unknown);

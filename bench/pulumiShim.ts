@@ -1,7 +1,7 @@
-// Counting pulumi processes: a copy of the toolchain cache layout whose `pulumi` is a two-line shell
-// wrapper that appends its sub-command to a log, then execs the real binary (same pid, same
-// behaviour). Everything else is a symlink to the real cache. A process started with BMW_CACHE_DIR
-// pointing here runs the real toolchain while every CLI process it spawns leaves one line.
+// Counting pulumi processes: a copy of the toolchain cache layout whose `pulumi` is a small bash
+// wrapper that logs each sub-command and its wall time around the real binary. Everything else is a
+// symlink to the real cache. A process started with BMW_CACHE_DIR pointing here runs the real
+// toolchain while every CLI process it spawns leaves a start and an end line.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Toolchain } from "../automation/toolchain";
@@ -11,8 +11,8 @@ export interface PulumiShim {
   logFile: string;
   /** CLI processes started so far. */
   count(): number;
-  /** Sub-commands started so far ("up", "preview", "config", ...), counted. */
-  byCommand(): Record<string, number>;
+  /** Finished processes by sub-command ("up", "stack output", "config get", ...): how many, and their total wall time. */
+  byCommand(): Record<string, { count: number; totalMs: number }>;
 }
 
 export function createPulumiShim(real: Toolchain, dir: string): PulumiShim {
@@ -30,13 +30,34 @@ export function createPulumiShim(real: Toolchain, dir: string): PulumiShim {
     if (f !== "pulumi") fs.symlinkSync(path.join(realBin, f), path.join(shimBin, f));
   }
   fs.writeFileSync(logFile, "");
-  // printf and >> are shell builtins: the wrapper starts no process of its own before the exec.
-  fs.writeFileSync(path.join(shimBin, "pulumi"),
-    `#!/bin/sh\nprintf '%s\\n' "$1" >> '${logFile}'\nexec '${path.join(realBin, "pulumi")}' "$@"\n`, { mode: 0o755 });
+  // One line per process when it starts ("start <command>") and one when it ends ("end <command> <ms>"),
+  // written with bash builtins only ($EPOCHREALTIME, printf), so the wrapper spawns nothing itself.
+  fs.writeFileSync(path.join(shimBin, "pulumi"), [
+    "#!/bin/bash",
+    `cmd="$1"; case "$1" in stack|config) cmd="$1 $2";; esac`,
+    `printf 'start %s\\n' "$cmd" >> '${logFile}'`,
+    "t0=${EPOCHREALTIME/./}",
+    `'${path.join(realBin, "pulumi")}' "$@"`,
+    "rc=$?",
+    "t1=${EPOCHREALTIME/./}",
+    `printf 'end %s %d\\n' "$cmd" $(( (t1 - t0) / 1000 )) >> '${logFile}'`,
+    "exit $rc",
+    "",
+  ].join("\n"), { mode: 0o755 });
   const lines = () => fs.readFileSync(logFile, "utf8").split("\n").filter(Boolean);
   return {
     cacheDir, logFile,
-    count: () => lines().length,
-    byCommand: () => lines().reduce<Record<string, number>>((acc, c) => ({ ...acc, [c]: (acc[c] ?? 0) + 1 }), {}),
+    count: () => lines().filter((l) => l.startsWith("start ")).length,
+    byCommand: () => {
+      const out: Record<string, { count: number; totalMs: number }> = {};
+      for (const l of lines()) {
+        const m = /^end (.+) (\d+)$/.exec(l);
+        if (!m) continue;
+        const c = (out[m[1]] ??= { count: 0, totalMs: 0 });
+        c.count++;
+        c.totalMs += Number(m[2]);
+      }
+      return out;
+    },
   };
 }

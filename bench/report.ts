@@ -22,6 +22,8 @@ export interface BenchResult {
   steady: SteadyInterval[];
   events?: { count: number; latenciesMs: number[]; medianMs: number; p95Ms: number };
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
+  /** Every pulumi CLI process of the run (reconciler and naive loop), by sub-command: where the time goes. */
+  pulumiByCommand: Record<string, { count: number; totalMs: number }>;
 }
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -63,6 +65,11 @@ export function renderMarkdown(r: BenchResult): string {
     "|---|---|---|---|---|---|---|---|---|");
   for (const st of r.steady) {
     out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB |`);
+  }
+  const cmds = Object.entries(r.pulumiByCommand).sort((a, b) => b[1].totalMs - a[1].totalMs);
+  if (cmds.length) {
+    out.push("", "pulumi CLI processes of the whole run, by sub-command:", "", "| sub-command | processes | mean wall time | total |", "|---|---|---|---|");
+    for (const [c, v] of cmds) out.push(`| \`${c}\` | ${v.count} | ${(v.totalMs / v.count).toFixed(0)} ms | ${s(v.totalMs)} |`);
   }
   if (r.events) out.push("", `Event latencies (ms): ${r.events.latenciesMs.join(", ")}`);
   out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}`, "");

@@ -107,6 +107,7 @@ async function measureFloor(o: Options, shimEnv: Record<string, string>): Promis
     // The first run warms the page cache and ts-node's caches; it is not counted.
     if (i > 0) times.push(ms);
   }
+  for (let i = 0; i <= o.floorRuns; i++) fs.rmSync(path.join(PROJECT_ROOT, "bench", "floor", `Pulumi.floor-${i}.yaml`), { force: true });
   return times;
 }
 
@@ -134,8 +135,8 @@ class Reconciler {
     this.offset += end + 1;
     for (const line of fresh.slice(0, end).split("\n")) {
       if (!line.includes('"pass complete"')) continue;
-      const j = JSON.parse(line) as { time: number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number };
-      this.passes.push({ time: j.time, orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, fulfillmentCalls: j.fulfillmentCalls });
+      const j = JSON.parse(line) as { time: string | number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number };
+      this.passes.push({ time: typeof j.time === "number" ? j.time : Date.parse(j.time), orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, fulfillmentCalls: j.fulfillmentCalls });
     }
   }
 
@@ -282,12 +283,35 @@ async function main(): Promise<void> {
     BMW_LOG_LEVEL: "info",
   };
   const rec = new Reconciler(env, o, path.join(o.dir, "reconciler.log"));
+  const stamp = started.toISOString().replace(/[:.]/g, "-");
+  const jsonFile = path.join(o.out, `bench-${stamp}.json`);
+  // Written after every stage, so an interrupted run still leaves what it measured.
+  const save = () => {
+    result.pulumiByCommand = shim.byCommand();
+    fs.writeFileSync(jsonFile, `${JSON.stringify(result, null, 2)}\n`);
+    fs.writeFileSync(jsonFile.replace(/\.json$/, ".md"), renderMarkdown(result));
+  };
+  const cleanup = async () => {
+    await rec.stop();
+    f.close();
+    if (!o.keep) {
+      await lab.stop();
+      fs.rmSync(o.dir, { recursive: true, force: true });
+    }
+  };
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.once(sig, () => {
+      log(`${sig}: writing what was measured and stopping the lab`);
+      save();
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
   const result: BenchResult = {
     startedAt: started.toISOString(), options: { ...o, dir: undefined },
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version,
       pulumi: tc.versions.pulumi, platform: `${os.platform()} ${os.release()}` },
     floor: { runs: floor, medianMs: median(floor) },
-    steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0,
+    steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0, pulumiByCommand: {},
   };
   try {
     const idle = await rec.nextPass(0, 300);
@@ -305,6 +329,7 @@ async function main(): Promise<void> {
     }, 3_000);
     const burstMs = Date.now() - t0;
     result.burst = { orders: o.burst, bmis: o.burst * o.workers, createMs: created - t0, allBmisMs: burstMs, stacksPerMinute: o.burst / (burstMs / 60_000) };
+    save();
     log(`burst: ${o.burst} orders' BMIs all created in ${(burstMs / 1000).toFixed(0)} s (${result.burst.stacksPerMinute.toFixed(1)} stacks/min)`);
 
     // Growth to N orders; one steady interval at each size.
@@ -321,6 +346,7 @@ async function main(): Promise<void> {
       }, 5_000);
       const s = await steadyInterval(rec, world, shim, size, o.interval * 3 + o.timeout);
       result.steady.push(s);
+      save();
       log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB`);
     }
 
@@ -345,6 +371,7 @@ async function main(): Promise<void> {
       await sleep(2_000);
     }
     result.events = { count: latencies.length, latenciesMs: latencies, medianMs: median(latencies), p95Ms: percentile(latencies, 95) };
+    save();
 
     // Naive: the reconciler stops; every stack gets an `up` (after the events settled, so most are no-ops).
     await until("the scaled orders Ready", o.timeout, async () => ((await world.readyCount(o.workers)) + (await world.readyCount(o.workers + 1)) >= o.orders ? true : undefined), 5_000);
@@ -354,16 +381,9 @@ async function main(): Promise<void> {
     log(`naive tick over ${naive.stacks} stacks: ${(naive.wallMs / 1000).toFixed(0)} s, ${naive.pulumiProcesses} pulumi processes`);
   } finally {
     await rec.stop();
-    const stamp = started.toISOString().replace(/[:.]/g, "-");
-    const json = path.join(o.out, `bench-${stamp}.json`);
-    fs.writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
-    fs.writeFileSync(path.join(o.out, `bench-${stamp}.md`), renderMarkdown(result));
-    log(`results: ${json} (and .md)`);
-    f.close();
-    if (!o.keep) {
-      await lab.stop();
-      fs.rmSync(o.dir, { recursive: true, force: true });
-    }
+    save();
+    log(`results: ${jsonFile} (and .md)`);
+    await cleanup();
   }
 }
 

@@ -105,8 +105,7 @@ describe("kill -9 of the reconciler at failpoints", () => {
 
   async function runLane(i: number, points: string[]): Promise<void> {
     const ns = `fault-k${i}-${Date.now().toString(36)}`;
-    // Lanes 5 and 6 keep the product's default refresh on start (drift detection after a restart);
-    // the others skip it to save a pulumi run per restart.
+    // Lanes 5 and 6 keep the product's periodic refresh policy; the others turn it off (every `up` refreshes anyway).
     const lane = new Lane(lab, f, `k${i}`, ns, "co", INTERVAL_S, i >= 5 ? {} : { BMW_REFRESH_INTERVAL_MS: "0" });
     for (const [p, phase] of PHASES.entries()) {
       const name = stepName(phase, points[p]);
