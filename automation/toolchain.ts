@@ -100,6 +100,8 @@ export function pulumiEnv(tc: Toolchain, extra: Record<string, string> = {}): Re
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
     PULUMI_CREDENTIAL_STORE: "plaintext",
     PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: "true",
+    // The dynamic-provider shim would otherwise start a node process on every update just to find this path.
+    PULUMI_DYNAMIC_PROVIDER_SCRIPT_PATH: require.resolve("@pulumi/pulumi/cmd/dynamic-provider"),
     ...extra,
   };
 }

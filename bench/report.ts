@@ -24,6 +24,8 @@ export interface BenchResult {
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
   /** Every pulumi CLI process of the run (reconciler and naive loop), by sub-command: where the time goes. */
   pulumiByCommand: Record<string, { count: number; totalMs: number }>;
+  /** CPU by kind of process under the reconciler during the burst (the busiest path). */
+  burstCpu?: { wallMs: number; byKind: Record<string, { processes: number; cpuSeconds: number }> };
 }
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -70,6 +72,13 @@ export function renderMarkdown(r: BenchResult): string {
   if (cmds.length) {
     out.push("", "pulumi CLI processes of the whole run, by sub-command:", "", "| sub-command | processes | mean wall time | total |", "|---|---|---|---|");
     for (const [c, v] of cmds) out.push(`| \`${c}\` | ${v.count} | ${(v.totalMs / v.count).toFixed(0)} ms | ${s(v.totalMs)} |`);
+  }
+  if (r.burstCpu) {
+    const kinds = Object.entries(r.burstCpu.byKind).sort((a, b) => b[1].cpuSeconds - a[1].cpuSeconds);
+    const total = kinds.reduce((a, [, v]) => a + v.cpuSeconds, 0);
+    out.push("", `CPU during the burst (${s(r.burstCpu.wallMs)} wall, ${total.toFixed(0)} CPU-s on ${m.cpus} cores), by process under the reconciler:`, "",
+      "| process | processes | CPU | share |", "|---|---|---|---|");
+    for (const [k, v] of kinds) out.push(`| ${k} | ${v.processes} | ${v.cpuSeconds.toFixed(1)} s | ${((100 * v.cpuSeconds) / total).toFixed(0)}% |`);
   }
   if (r.events) out.push("", `Event latencies (ms): ${r.events.latenciesMs.join(", ")}`);
   out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}`, "");

@@ -28,6 +28,7 @@ import { Filter, type FulfillmentClient } from "../clients/fulfillment";
 import { startLab, type Lab } from "../lab";
 import { ORDER_LABEL } from "../planner/names";
 import type { ClusterOrder } from "../planner/types";
+import { CpuProfile } from "./cpuProfile";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
 import { renderMarkdown, type BenchResult, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
@@ -318,7 +319,9 @@ async function main(): Promise<void> {
     result.idleRssMiB = rec.rssKiB() / 1024;
     log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB`);
 
-    // Burst: the first B orders at once.
+    // Burst: the first B orders at once, with the CPU of every process under the reconciler sampled.
+    const profile = new CpuProfile(rec.child.pid!);
+    profile.start();
     const t0 = Date.now();
     const uids = await world.createOrders(0, o.burst);
     const created = Date.now();
@@ -328,6 +331,7 @@ async function main(): Promise<void> {
       return done === o.burst ? true : undefined;
     }, 3_000);
     const burstMs = Date.now() - t0;
+    result.burstCpu = profile.stop();
     result.burst = { orders: o.burst, bmis: o.burst * o.workers, createMs: created - t0, allBmisMs: burstMs, stacksPerMinute: o.burst / (burstMs / 60_000) };
     save();
     log(`burst: ${o.burst} orders' BMIs all created in ${(burstMs / 1000).toFixed(0)} s (${result.burst.stacksPerMinute.toFixed(1)} stacks/min)`);
