@@ -273,11 +273,7 @@ async function main(): Promise<void> {
   fs.writeFileSync(passphrase, "bench-passphrase", { mode: 0o600 });
   const env: NodeJS.ProcessEnv = {
     ...process.env, ...shimEnv,
-    BMW_KUBECONFIG: lab.kubeconfigPath,
-    BMW_FULFILLMENT_ADDRESS: lab.fulfillment.address,
-    BMW_FULFILLMENT_TOKEN_FILE: lab.fulfillment.tokenFile,
-    ...(lab.fulfillment.plaintext ? { BMW_FULFILLMENT_PLAINTEXT: "true" } : { BMW_FULFILLMENT_CA_FILE: lab.fulfillment.caFile ?? "" }),
-    BMW_IGNITION_CA_FILE: lab.assisted.caFile,
+    ...lab.productSettings(),
     BMW_STATE_DIR: stateDir,
     BMW_WORK_DIR: path.join(o.dir, "project"),
     PULUMI_CONFIG_PASSPHRASE_FILE: passphrase,

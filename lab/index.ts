@@ -77,6 +77,8 @@ export interface Lab {
   /** Connection options for the product's fulfillment client (admin token, TLS with the lab CA). */
   fulfillmentConnection(): ConnectionOptions;
   fulfillmentClient(): FulfillmentClient;
+  /** The BMW_* settings that point the product (reconciler, CLI, program) at this lab. */
+  productSettings(): Record<string, string>;
   fault(f: LabFault): Promise<void>;
   clearFaults(): Promise<void>;
   stats(): Promise<{ fulfillment: LabStats; assisted: AssistedStats }>;
@@ -148,6 +150,13 @@ function makeLab(state: LabState, orders: SampleOrder[]): Lab {
       transport: state.fulfillment.plaintext ? { kind: "plaintext" } : { kind: "tls", caFile: state.fulfillment.caFile, serverNameOverride: "localhost" },
     }),
     fulfillmentClient: () => new FulfillmentClient(lab.fulfillmentConnection()),
+    productSettings: () => ({
+      BMW_KUBECONFIG: state.kubeconfigPath,
+      BMW_FULFILLMENT_ADDRESS: state.fulfillment.address,
+      BMW_FULFILLMENT_TOKEN_FILE: state.fulfillment.tokenFile,
+      ...(state.fulfillment.plaintext ? { BMW_FULFILLMENT_PLAINTEXT: "true" } : { BMW_FULFILLMENT_CA_FILE: state.fulfillment.caFile ?? "" }),
+      BMW_IGNITION_CA_FILE: state.assisted.caFile,
+    }),
     fault: (f) => setFault(ep, f),
     clearFaults: () => clearFaults(ep),
     stats: async () => ({ fulfillment: await simulatorStats(ep), assisted: await assistedStats(state.assisted) }),

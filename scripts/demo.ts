@@ -38,11 +38,7 @@ async function main(): Promise<void> {
   if (!fs.existsSync(passphrase)) fs.writeFileSync(passphrase, "lab-demo-passphrase", { mode: 0o600 });
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    BMW_KUBECONFIG: lab.kubeconfigPath,
-    BMW_FULFILLMENT_ADDRESS: lab.fulfillment.address,
-    BMW_FULFILLMENT_TOKEN_FILE: lab.fulfillment.tokenFile,
-    ...(lab.fulfillment.plaintext ? { BMW_FULFILLMENT_PLAINTEXT: "true" } : { BMW_FULFILLMENT_CA_FILE: lab.fulfillment.caFile }),
-    BMW_IGNITION_CA_FILE: lab.assisted.caFile,
+    ...lab.productSettings(),
     BMW_STATE_DIR: stateDir,
     PULUMI_CONFIG_PASSPHRASE_FILE: passphrase,
   };

@@ -19,11 +19,7 @@ export function productEnv(lab: Lab, stateDir: string, extra: Record<string, str
   if (!fs.existsSync(passphrase)) fs.writeFileSync(passphrase, "test-passphrase-not-secret", { mode: 0o600 });
   return {
     ...process.env,
-    BMW_KUBECONFIG: lab.kubeconfigPath,
-    BMW_FULFILLMENT_ADDRESS: lab.fulfillment.address,
-    BMW_FULFILLMENT_TOKEN_FILE: lab.fulfillment.tokenFile,
-    ...(lab.fulfillment.plaintext ? { BMW_FULFILLMENT_PLAINTEXT: "true" } : { BMW_FULFILLMENT_CA_FILE: lab.fulfillment.caFile ?? "" }),
-    BMW_IGNITION_CA_FILE: lab.assisted.caFile,
+    ...lab.productSettings(),
     BMW_STATE_DIR: stateDir,
     // Tests keep their stacks' config files out of the repository.
     BMW_WORK_DIR: path.join(stateDir, "project"),
