@@ -142,6 +142,7 @@ export class App {
       async removeStack(ref) {
         await stacks.removeStack(ref);
       },
+      programDigest: () => stacks.programDigest(),
       async pinnedNodeSets(ref) {
         if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
         const raw = await stacks.getConfig(ref, PIN_KEY);

@@ -7,7 +7,7 @@ import type { FulfillmentClient } from "../clients/fulfillment";
 import { Filter, NotFoundError as FulfillmentNotFound } from "../clients/fulfillment";
 import { ConflictError, type Kube } from "../clients/kube";
 import { fingerprint, plan as makePlan } from "../planner";
-import { FINALIZER, INFRAENV_UID_ANNOTATION, ORDER_LABEL, UNBINDING_STATE } from "../planner/names";
+import { APPLIED_ANNOTATION, FINALIZER, INFRAENV_UID_ANNOTATION, ORDER_LABEL, UNBINDING_STATE } from "../planner/names";
 import { withPin } from "../planner/pin";
 import type { ClusterOrder, Plan, PlannerConfig, Snapshot } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "./observe";
@@ -29,6 +29,8 @@ export interface StackRunner {
   removeStack(ref: OrderRef): Promise<void>;
   /** Extra program input (a rollback pin), undefined when none. */
   pinnedNodeSets(ref: OrderRef): Promise<Record<string, number> | undefined>;
+  /** Digest of the program, toolchain and program environment an `up` would run (see programDigest.ts). */
+  programDigest(): string;
 }
 
 export interface ReconcileDeps {
@@ -56,6 +58,8 @@ export interface ReconcileDeps {
 
 export interface OrderMemory {
   lastFingerprint?: string;
+  /** The APPLIED_ANNOTATION was read once in this process (later, memory is the authority). */
+  appliedRead?: boolean;
   consecutiveFulfillmentErrors: number;
   lastRefreshAt?: number;
 }
@@ -78,14 +82,34 @@ export function refreshOffset(orderKey: string, intervalMs: number): number {
   return crypto.createHash("sha256").update(orderKey).digest().readUInt32BE(0) % intervalMs;
 }
 
-async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): Promise<{ snapshot: Snapshot; plan: Plan; calls: number }> {
+async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, opts: { countErrors?: boolean } = {}):
+  Promise<{ snapshot: Snapshot; plan: Plan; calls: number }> {
   const now = deps.now?.() ?? new Date();
   const obs = await observe({ kube: deps.kube, fulfillment: deps.fulfillment, config: deps.config, ignitionCaFile: deps.ignitionCaFile,
     cache: deps.observeCache }, ref, now);
-  mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
+  // Only a reconcile's own observations count toward FulfillmentServiceUnavailable, not the extra ones of
+  // progress reports and conflict retries.
+  if (opts.countErrors !== false) mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
   const pin = await deps.stacks.pinnedNodeSets(ref);
   const snapshot: Snapshot = { ...obs.snapshot, order: withPin(obs.snapshot.order, pin), fulfillmentErrors: mem.consecutiveFulfillmentErrors };
   return { snapshot, plan: makePlan(snapshot), calls: obs.fulfillmentCalls };
+}
+
+/**
+ * Reports, and when the order changed since it was observed (the status write conflicts), observes
+ * again and reports that instead. Returns the plan that was reported.
+ */
+async function reportLatest(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, first: { snapshot: Snapshot; plan: Plan }): Promise<Plan> {
+  let current = first;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await report(deps, current.snapshot, current.plan);
+      return current.plan;
+    } catch (err) {
+      if (!(err instanceof ConflictError) || attempt >= 5) throw err;
+    }
+    current = await observeAndPlan(deps, ref, mem, { countErrors: false });
+  }
 }
 
 async function report(deps: ReconcileDeps, snapshot: Snapshot, plan: Plan): Promise<void> {
@@ -122,13 +146,13 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   const { snapshot, plan } = observed;
   const requeueAt = plan.requeueAt ? new Date(plan.requeueAt) : undefined;
   if (snapshot.bmis === undefined || plan.paused) {
-    await report(deps, snapshot, plan);
+    await reportLatest(deps, ref, mem, observed);
     return { action: "paused", plan, requeueAt, message: plan.paused?.message };
   }
 
   const unidentified = plan.workers.filter((w) => w.retainBinding && !w.binding).map((w) => w.slot);
   if (unidentified.length > 0) {
-    await report(deps, snapshot, plan);
+    await reportLatest(deps, ref, mem, observed);
     return { action: "paused", plan, requeueAt: new Date(Date.now() + deps.config.ignitionPollMs),
       message: `Agents of ${unidentified.join(", ")} cannot be identified right now; no update until they can` };
   }
@@ -143,11 +167,22 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   // and corrects what drifted, instead of a refresh followed by an update.
   if (refreshDue) mem.lastRefreshAt = nowMs;
   const fp = fingerprint(plan);
+  const digest = deps.stacks.programDigest();
+  const recorded = order.metadata.annotations?.[APPLIED_ANNOTATION];
+  if (!mem.appliedRead) {
+    // First reconcile of this order in this process: an update recorded by an earlier process with the
+    // same program counts as applied, so a restart does not mean one `up` per order.
+    mem.appliedRead = true;
+    if (mem.lastFingerprint === undefined && recorded === appliedRecord(digest, order.metadata.uid, fp)) mem.lastFingerprint = fp;
+  }
   if (!refreshDue && fp === mem.lastFingerprint && plan.fence.length === 0) {
-    await report(deps, snapshot, plan);
+    await reportLatest(deps, ref, mem, observed);
     return { action: "skipped", plan, requeueAt };
   }
 
+  // Withdraw the record before the update: if this process dies during it, the next one must not take a
+  // half-applied stack for an applied plan.
+  if (recorded !== undefined) await deps.kube.patchClusterOrderMetadata(ref, { annotations: { [APPLIED_ANNOTATION]: null } });
   failpoint("reconcile.beforeUp"); // fault suite: killed after planning, before `up`
   let up: UpResult;
   const progress = progressReports(deps, ref, mem);
@@ -160,8 +195,7 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     // now, so status and conditions do not lag behind, then let the loop retry with its backoff.
     mem.lastFingerprint = undefined;
     try {
-      const partial = await observeAndPlan(deps, ref, mem);
-      await report(deps, partial.snapshot, partial.plan);
+      await reportLatest(deps, ref, mem, await observeAndPlan(deps, ref, mem));
     } catch {
       // the original error is the one worth reporting
     }
@@ -169,13 +203,28 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   }
   failpoint("reconcile.afterUp"); // fault suite: killed between `up` and the status write
   // Observe again: the status written is the state after the update, not the intention before it.
-  const after = await observeAndPlan(deps, ref, mem);
-  await report(deps, after.snapshot, after.plan);
+  const afterPlan = await reportLatest(deps, ref, mem, await observeAndPlan(deps, ref, mem));
   failpoint("reconcile.afterStatus"); // fault suite: killed after the report
   // Remember a fingerprint only when the world did not move during `up`: the program declared from its own
   // observation, and a plan that changed since (an Agent registered meanwhile) must not be taken as applied.
-  mem.lastFingerprint = after.plan.fence.length === 0 && fingerprint(after.plan) === fp ? fp : undefined;
-  return { action: "up", plan: after.plan, up, requeueAt: after.plan.requeueAt ? new Date(after.plan.requeueAt) : requeueAt };
+  mem.lastFingerprint = afterPlan.fence.length === 0 && fingerprint(afterPlan) === fp ? fp : undefined;
+  if (mem.lastFingerprint !== undefined) {
+    try {
+      await deps.kube.patchClusterOrderMetadata(ref, { annotations: { [APPLIED_ANNOTATION]: appliedRecord(digest, order.metadata.uid, fp) } });
+    } catch (err) {
+      // Only a restart's shortcut is lost: the next process runs one `up` for this order.
+      deps.log?.("could not record the applied plan on the ClusterOrder", { error: String(err) });
+    }
+  }
+  return { action: "up", plan: afterPlan, up, requeueAt: afterPlan.requeueAt ? new Date(afterPlan.requeueAt) : requeueAt };
+}
+
+/**
+ * The APPLIED_ANNOTATION value: the program digest, then a hash of the order's uid and the plan
+ * fingerprint. The uid makes a restored or copied ClusterOrder (a new object) never match.
+ */
+export function appliedRecord(programDigest: string, orderUid: string, planFingerprint: string): string {
+  return `${programDigest}.${crypto.createHash("sha256").update(`${orderUid}\0${planFingerprint}`).digest("hex").slice(0, 32)}`;
 }
 
 /**
@@ -192,9 +241,15 @@ function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): 
   const tick = () => {
     inFlight = (async () => {
       try {
-        const now = await observeAndPlan(deps, ref, mem);
+        const now = await observeAndPlan(deps, ref, mem, { countErrors: false });
         if (!stopped) await report(deps, now.snapshot, now.plan);
       } catch (err) {
+        // A conflict means the order changed since this observation (e.g. the program's fence): the next
+        // report observes again; writing this one would undo that change.
+        if (err instanceof ConflictError) {
+          if (!stopped) timer = setTimeout(tick, every);
+          return;
+        }
         deps.log?.("progress report failed; the report after the update follows", { error: String(err) });
       }
       if (!stopped) timer = setTimeout(tick, every);

@@ -18,6 +18,8 @@ import { stackName } from "../planner/names";
 import {
   clearStaleLocks, DeploymentStore, LockSweep, PendingOperation, resolvePendingOperations, StaleLockPolicy, stateDirOf,
 } from "./locks";
+import * as yaml from "js-yaml";
+import { programDigest } from "./programDigest";
 import { PROJECT_ROOT, pulumiEnv, Toolchain, toolchain } from "./toolchain";
 
 export interface OrderRef {
@@ -162,6 +164,9 @@ export class StackManager {
    * A failed operation, or a new process, makes the next recover() look again.
    */
   private readonly known = new Set<string>();
+  private readonly programEnvVars: Record<string, string>;
+  private digest?: string;
+  private projectKeys?: Set<string>;
   /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
   private readonly perStack = new KeyedMutex();
   private readonly selection = new KeyedMutex();
@@ -190,6 +195,7 @@ export class StackManager {
     const rejected = Object.keys(extra).filter((k) => !PROGRAM_ENV_KEY.test(k));
     if (rejected.length > 0) throw new Error(`envVars accepts only BMW_* keys and KUBECONFIG; rejected: ${rejected.join(", ")}`);
 
+    this.programEnvVars = { ...extra };
     this.env = pulumiEnv(this.tc, {
       PULUMI_BACKEND_URL: this.backendUrl,
       ...(passphraseFile ? { PULUMI_CONFIG_PASSPHRASE_FILE: path.resolve(passphraseFile) } : {}),
@@ -245,8 +251,10 @@ export class StackManager {
   }
 
   /**
-   * A stack config value. Reading it spawns `pulumi config get`, and the loop reads the rollback pin on
-   * every reconcile, so values are cached until the stack's settings file (Pulumi.<stack>.yaml) changes.
+   * A stack config value. The loop reads the rollback pin on every reconcile, so a plain value is read from
+   * the stack's settings file (Pulumi.<stack>.yaml, the documented YAML every `pulumi config set` writes)
+   * without a pulumi process; anything else (a secret, a structured value) through `pulumi config get`.
+   * Values are cached until the settings file changes.
    */
   async getConfig(ref: OrderRef, key: string): Promise<string | undefined> {
     const name = this.stackName(ref);
@@ -258,10 +266,24 @@ export class StackManager {
       this.configCache.set(name, cached);
     }
     if (cached.values.has(key)) return cached.values.get(key);
+    const plain = this.projectDefaults().has(key) ? { known: false } : plainSettingsValue(file, `${this.projectName}:${key}`);
+    if (plain.known) {
+      cached.values.set(key, plain.value);
+      return plain.value;
+    }
     const stack = await this.ensureStack(ref);
     const value = await stack.getConfig(key).then((v) => v.value, () => undefined);
     cached.values.set(key, value);
     return value;
+  }
+
+  /** Config keys that Pulumi.yaml declares (they may have defaults: read those through the CLI). */
+  private projectDefaults(): Set<string> {
+    if (!this.projectKeys) {
+      const doc = yaml.load(fs.readFileSync(path.join(this.workDir, "Pulumi.yaml"), "utf8")) as { config?: Record<string, unknown> } | null;
+      this.projectKeys = new Set(Object.keys(doc?.config ?? {}));
+    }
+    return this.projectKeys;
   }
 
   /**
@@ -406,6 +428,15 @@ export class StackManager {
     });
   }
 
+  /**
+   * Digest of what an update would run besides the plan: program sources, toolchain versions and the
+   * program's BMW_* environment (automation/programDigest.ts). Computed once per process.
+   */
+  programDigest(): string {
+    this.digest ??= programDigest(this.programDir, this.tc.versions, this.programEnvVars);
+    return this.digest;
+  }
+
   /** The environment every pulumi process gets (for admins' instructions and diagnostics). */
   pulumiEnvironment(): Record<string, string> {
     return { ...this.env };
@@ -511,6 +542,28 @@ export function summarizeEventLog(text: string): { changes: OpMap | undefined; o
     }
   }
   return { changes, outputs };
+}
+
+/**
+ * A config value as written in a stack settings file: known when the file is absent or parses and the
+ * key is missing (no value) or a plain string; unknown (ask the CLI) for secrets, objects or bad YAML.
+ */
+function plainSettingsValue(file: string, fullKey: string): { known: boolean; value?: string } {
+  if (!fs.existsSync(file)) return { known: true };
+  let doc: unknown;
+  try {
+    doc = yaml.load(fs.readFileSync(file, "utf8"));
+  } catch {
+    return { known: false };
+  }
+  // A stack settings file that imports an environment gets values from elsewhere too.
+  if ((doc as { environment?: unknown } | null)?.environment !== undefined) return { known: false };
+  const config = (doc as { config?: unknown } | null)?.config;
+  if (config === undefined || config === null) return { known: true };
+  if (typeof config !== "object") return { known: false };
+  const v = (config as Record<string, unknown>)[fullKey];
+  if (v === undefined) return { known: true };
+  return typeof v === "string" ? { known: true, value: v } : { known: false };
 }
 
 /**

@@ -49,8 +49,8 @@ export async function writeFence(kube: Kube, order: ClusterOrder, plan: Plan): P
 }
 
 /**
- * The report after an update: unconditional, but it never persists a *new* fence entry (only the
- * conditional fence may do that); such a slot keeps its previous entry, or none.
+ * The workers a report writes: it never persists a *new* fence entry (only the fence may do that); such a
+ * slot keeps its previous entry, or none.
  */
 export function reportedWorkers(order: ClusterOrder, plan: Plan): WorkerStatus[] {
   const previous = new Map((order.status?.workers ?? []).map((w) => [w.name, w]));
@@ -63,9 +63,14 @@ export function reportedWorkers(order: ClusterOrder, plan: Plan): WorkerStatus[]
   return out;
 }
 
+/**
+ * The report: conditional on the resourceVersion it was planned from (ConflictError when stale). An
+ * unconditional write planned before a fence landed would drop the fence's Attempted entries, and a
+ * BMI whose entry is gone is an orphan to the next plan.
+ */
 export async function writeStatus(kube: Kube, order: ClusterOrder, plan: Plan): Promise<ClusterOrder> {
   return kube.applyClusterOrderStatus({ namespace: order.metadata.namespace, name: order.metadata.name },
-    statusBody(plan, reportedWorkers(order, plan)));
+    statusBody(plan, reportedWorkers(order, plan)), { resourceVersion: order.metadata.resourceVersion });
 }
 
 export function eventName(order: ClusterOrder, key: string): string {

@@ -22,6 +22,8 @@ export interface BenchResult {
   steady: SteadyInterval[];
   events?: { count: number; latenciesMs: number[]; medianMs: number; p95Ms: number };
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
+  /** A new reconciler process over the same orders: its first full pass (no in-memory fingerprints). */
+  restart?: { orders: number; firstPassMs: number; untilFirstPassMs: number; ups: number; skipped: number; pulumiProcesses: number };
   /** Every pulumi CLI process of the run (reconciler and naive loop), by sub-command: where the time goes. */
   pulumiByCommand: Record<string, { count: number; totalMs: number }>;
   /** CPU by kind of process under the reconciler during the burst (the busiest path). */
@@ -55,6 +57,10 @@ export function renderMarkdown(r: BenchResult): string {
     const note = scale === 1 ? "" : ` (measured over ${r.naive.stacks} stacks, ×${scale.toFixed(1)})`;
     out.push(`| steady tick at ${last.orders} orders × ${last.workers / last.orders} workers: wall time | ${s(last.passMs)} | naive loop (\`up\` on every stack)${note} ${s(naiveWall)} | ${x(last.passMs, naiveWall)} |`);
     out.push(`| steady tick: pulumi processes | ${last.pulumiProcesses} | naive loop${note} ${Math.round(naiveProcs)} | ${x(last.pulumiProcesses, naiveProcs)} |`);
+  }
+  if (r.restart && r.naive) {
+    const naiveWall = r.naive.wallMs * (r.restart.orders / r.naive.stacks);
+    out.push(`| restart: a new reconciler's first pass over ${r.restart.orders} orders (${r.restart.ups} ups, ${r.restart.pulumiProcesses} pulumi processes) | ${s(r.restart.untilFirstPassMs)} | one \`up\` per order (naive tick) ${s(naiveWall)} | ${x(r.restart.untilFirstPassMs, naiveWall)} |`);
   }
   if (r.burst) {
     out.push(`| burst: ${r.burst.orders} orders created at once until all ${r.burst.bmis} BMIs exist | ${r.burst.stacksPerMinute.toFixed(1)} stacks/min (${s(r.burst.allBmisMs)}) | floor: one \`up\` at a time ${(60_000 / floor).toFixed(1)} ups/min | ${x(r.burst.stacksPerMinute, 60_000 / floor)} |`);

@@ -280,6 +280,7 @@ async function main(): Promise<void> {
     BMW_LOG_LEVEL: "info",
   };
   const rec = new Reconciler(env, o, path.join(o.dir, "reconciler.log"));
+  const stopAtEnd: Reconciler[] = [];
   const stamp = started.toISOString().replace(/[:.]/g, "-");
   const jsonFile = path.join(o.out, `bench-${stamp}.json`);
   // Written after every stage, so an interrupted run still leaves what it measured.
@@ -289,7 +290,7 @@ async function main(): Promise<void> {
     fs.writeFileSync(jsonFile.replace(/\.json$/, ".md"), renderMarkdown(result));
   };
   const cleanup = async () => {
-    await rec.stop();
+    for (const r of [rec, ...stopAtEnd]) await r.stop();
     f.close();
     if (!o.keep) {
       await lab.stop();
@@ -378,9 +379,21 @@ async function main(): Promise<void> {
     await rec.stop();
     const naive = await naiveTick(o, env, world, shim, o.naiveOrders ?? o.orders);
     result.naive = naive;
+    save();
     log(`naive tick over ${naive.stacks} stacks: ${(naive.wallMs / 1000).toFixed(0)} s, ${naive.pulumiProcesses} pulumi processes`);
+
+    // Restart: a new reconciler process over the same orders and stacks, until its first full pass.
+    const c0 = shim.count();
+    const t0r = Date.now();
+    const again = new Reconciler(env, o, path.join(o.dir, "reconciler-restarted.log"));
+    stopAtEnd.push(again);
+    const firstPass = await again.nextPass(t0r, o.timeout);
+    result.restart = { orders: firstPass.orders, firstPassMs: firstPass.durationMs, untilFirstPassMs: firstPass.time - t0r,
+      ups: firstPass.ups, skipped: firstPass.skipped, pulumiProcesses: shim.count() - c0 };
+    save();
+    log(`restart: first pass over ${firstPass.orders} orders after ${((firstPass.time - t0r) / 1000).toFixed(0)} s, ${firstPass.ups} ups, ${result.restart.pulumiProcesses} pulumi processes`);
   } finally {
-    await rec.stop();
+    for (const r of [rec, ...stopAtEnd]) await r.stop();
     save();
     log(`results: ${jsonFile} (and .md)`);
     await cleanup();

@@ -9,6 +9,11 @@ export const NODE_SET_LABEL = "osac.openshift.io/node-set";
 export const AGENT_BAREMETAL_LABEL = "agentBareMetal";
 export const INFRAENV_AGENT_LABEL = "infraenvs.agent-install.openshift.io";
 export const INFRAENV_UID_ANNOTATION = "osac.openshift.io/infraenv-uid";
+/**
+ * `<program digest>.<hash of order uid and plan fingerprint>` of the last update the loop saw succeed with the world unchanged;
+ * removed before every update. Lets a restarted loop skip orders whose stacks already hold their plan.
+ */
+export const APPLIED_ANNOTATION = "osac.openshift.io/workers-applied";
 export const MANAGEMENT_STATE_ANNOTATION = "osac.openshift.io/management-state";
 export const FINALIZER = "osac.openshift.io/baremetalworker-finalizer";
 /** Server-side-apply field manager of everything this program writes. */

@@ -25,7 +25,11 @@ export interface ConnectionOptions {
   clock?: RetryClock;
   /** Told about every attempt once it ends: the method path and the gRPC status name ("OK", "UNAVAILABLE"). */
   onCall?: (method: string, code: string) => void;
+  /** Largest response accepted; default 16 MiB (gRPC's 4 MiB is ~60 BMIs with large ignitions). Bigger list pages are split. */
+  maxReceiveMessageBytes?: number;
 }
+
+export const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = 16 * 1024 * 1024;
 
 export const DEFAULT_DEADLINE_MS = 30_000;
 
@@ -53,7 +57,9 @@ export class Connection {
   private readonly deadlineMs: number;
 
   constructor(private readonly options: ConnectionOptions) {
-    const channelOptions: grpc.ChannelOptions = {};
+    const channelOptions: grpc.ChannelOptions = {
+      "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
+    };
     if (options.transport.kind === "tls" && options.transport.serverNameOverride) {
       channelOptions["grpc.ssl_target_name_override"] = options.transport.serverNameOverride;
     }

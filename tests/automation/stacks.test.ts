@@ -43,6 +43,18 @@ describe("StackManager on a file backend", () => {
     expect(await sb.manager.getConfig(ORDER, "pin")).toBe("null");
   });
 
+  it("reads plain values from the settings file as `pulumi config get` does, and secrets through the CLI", async () => {
+    const cli = new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir, passphraseFile: path.join(sb.tmp, "passphrase") });
+    await cli.setConfig(ORDER, { pin: { value: JSON.stringify({ compute: 3, gpu: 1 }) }, token: { value: "s3cret-value", secret: true } });
+    const viaCli = async (key: string) => (await (await cli.ensureStack(ORDER)).getConfig(key)).value;
+    expect(await sb.manager.getConfig(ORDER, "pin")).toBe(await viaCli("pin"));
+    // The settings file holds the secret encrypted; the value still comes back decrypted.
+    expect(fs.readFileSync(path.join(sb.workDir, "Pulumi.ns1--order1.yaml"), "utf8")).not.toContain("s3cret-value");
+    expect(await sb.manager.getConfig(ORDER, "token")).toBe("s3cret-value");
+    expect(await sb.manager.getConfig(ORDER, "absent")).toBeUndefined();
+    await cli.setConfig(ORDER, { pin: { value: "null" } });
+  });
+
   it("up applies the program and stores the one-line message", async () => {
     sb.setDesired(KEY, [{ name: "a", content: "a1" }, { name: "b", content: "b1" }]);
     const chunks: string[] = [];

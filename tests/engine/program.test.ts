@@ -3,7 +3,8 @@
 // workers reach Ready through the reconcile path.
 import * as k8s from "@kubernetes/client-node";
 import { App } from "../../automation/app";
-import { ORDER_LABEL } from "../../planner/names";
+import { reconcileOrder } from "../../automation/reconcile";
+import { APPLIED_ANNOTATION, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { Filter } from "../../clients/fulfillment";
 import { eventuallyPasses } from "../support/eventually";
@@ -71,6 +72,38 @@ describe("the program of one ClusterOrder's stack", () => {
     const again = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; steady" });
     expect({ ...again.changes, same: 0 }).toEqual({ create: 0, update: 0, delete: 0, replace: 0, same: 0 });
     expect(await orderBmis()).toHaveLength(3);
+  });
+
+  it("after a restart, skips an order whose stack already holds its plan, and updates it under a new program", async () => {
+    const recorded = async () => (await app.kube.getClusterOrder(ref.namespace, ref.name))!.metadata.annotations?.[APPLIED_ANNOTATION];
+    // The last update saw the world unchanged, so the order records what was applied with which program.
+    expect(await recorded()).toMatch(new RegExp(`^${app.stacks.programDigest()}\\.[0-9a-f]{32}$`));
+    const restarted = new App({ env: t.env, stateDir: t.stateDir });
+    try {
+      expect((await restarted.reconcile(ref)).action).toBe("skipped");
+    } finally {
+      restarted.close();
+    }
+    // Another program (a new release, other settings): the record does not match, so one `up` runs; the
+    // record is withdrawn before that update starts and written again after it.
+    await app.kube.patchClusterOrderMetadata(ref, { annotations: { [APPLIED_ANNOTATION]: `0000000000000000.${"0".repeat(32)}` } });
+    const upgraded = new App({ env: t.env, stateDir: t.stateDir });
+    try {
+      const deps = upgraded.reconcileDeps();
+      const seenDuringUp: (string | undefined)[] = [];
+      const stacks = { ...deps.stacks, up: async (r: typeof ref, o: { message: string; refresh?: boolean }) => {
+        seenDuringUp.push(await recorded());
+        return deps.stacks.up(r, o);
+      } };
+      const r = await reconcileOrder({ ...deps, stacks }, ref);
+      expect(r.action).toBe("up");
+      expect(r.up?.changes).toMatchObject({ create: 0, update: 0, delete: 0, replace: 0 });
+      expect(seenDuringUp).toEqual([undefined]);
+      expect(await recorded()).toMatch(new RegExp(`^${upgraded.stacks.programDigest()}\\.`));
+      expect((await reconcileOrder(deps, ref)).action).toBe("skipped");
+    } finally {
+      upgraded.close();
+    }
   });
 
   it("previews a scale-up as one BMI create and a NodePool replicas update", async () => {

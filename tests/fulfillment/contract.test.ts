@@ -264,6 +264,22 @@ describe("List: filters and paging", () => {
       .rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
   });
 
+  it("a page of BMIs larger than the client's receive limit is fetched again in halves", async () => {
+    // 12 BMIs with 60 KiB of user_data each: ~720 KiB in one page, against a 256 KiB receive limit.
+    const userData = JSON.stringify({ ignition: { version: "3.4.0" }, pad: "x".repeat(60 * 1024) });
+    for (let i = 0; i < 12; i++) {
+      const bmi = workerBmi(`big-${i}`);
+      await c.bareMetalInstances.create({ ...bmi, metadata: { ...bmi.metadata, labels: { batch: "big-page" } }, spec: { ...bmi.spec, user_data: userData } });
+    }
+    const small = h.client({ maxReceiveMessageBytes: 256 * 1024 });
+    const filter = Filter.labelEquals("batch", "big-page");
+    await expect(small.bareMetalInstances.list({ filter, limit: 100 })).rejects.toMatchObject({ code: grpc.status.RESOURCE_EXHAUSTED });
+    const all = await small.bareMetalInstances.listAll(filter);
+    expect(all.map((b) => b.metadata?.name).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `big-${i}`).sort());
+    expect(all.every((b) => b.spec?.user_data === userData)).toBe(true);
+    for (const b of all) await c.bareMetalInstances.delete(b.id!);
+  });
+
   it("a label value crafted as CEL cannot widen the match", async () => {
     const hostile = Filter.labelEquals("batch", "x' || true || '");
     expect((await c.catalogItems.list({ filter: hostile })).total).toBe(0);
