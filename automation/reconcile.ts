@@ -205,12 +205,15 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   // Observe again: the status written is the state after the update, not the intention before it.
   const afterPlan = await reportLatest(deps, ref, mem, await observeAndPlan(deps, ref, mem));
   failpoint("reconcile.afterStatus"); // fault suite: killed after the report
-  // Remember a fingerprint only when the world did not move during `up`: the program declared from its own
-  // observation, and a plan that changed since (an Agent registered meanwhile) must not be taken as applied.
-  mem.lastFingerprint = afterPlan.fence.length === 0 && fingerprint(afterPlan) === fp ? fp : undefined;
+  // Remember a fingerprint only when the world did not move during `up`: a plan that changed since (an
+  // Agent registered meanwhile) must not be taken as applied. The program declared from its own, slightly
+  // later observation and exports that plan's fingerprint: a match with it counts too.
+  const afterFp = fingerprint(afterPlan);
+  const declared = typeof up.outputs?.fingerprint === "string" ? up.outputs.fingerprint : undefined;
+  mem.lastFingerprint = afterPlan.fence.length === 0 && (afterFp === fp || afterFp === declared) ? afterFp : undefined;
   if (mem.lastFingerprint !== undefined) {
     try {
-      await deps.kube.patchClusterOrderMetadata(ref, { annotations: { [APPLIED_ANNOTATION]: appliedRecord(digest, order.metadata.uid, fp) } });
+      await deps.kube.patchClusterOrderMetadata(ref, { annotations: { [APPLIED_ANNOTATION]: appliedRecord(digest, order.metadata.uid, afterFp) } });
     } catch (err) {
       // Only a restart's shortcut is lost: the next process runs one `up` for this order.
       deps.log?.("could not record the applied plan on the ClusterOrder", { error: String(err) });

@@ -12,6 +12,13 @@ export interface SteadyInterval {
   rssMiB: number;
 }
 
+export interface Integrity {
+  createCalls: number;
+  deleteCalls: number;
+  liveBmis: number;
+  requestedWorkers: number;
+}
+
 export interface BenchResult {
   startedAt: string;
   options: Record<string, unknown>;
@@ -20,7 +27,9 @@ export interface BenchResult {
   idleRssMiB: number;
   burst?: { orders: number; bmis: number; createMs: number; allBmisMs: number; stacksPerMinute: number };
   steady: SteadyInterval[];
-  events?: { count: number; latenciesMs: number[]; medianMs: number; p95Ms: number };
+  events?: { orders?: number; count: number; latenciesMs: number[]; medianMs: number; p95Ms: number };
+  /** BMI calls the simulator counted, and live BMIs against requested workers (the run never scales down). */
+  integrity?: Integrity;
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
   /** A new reconciler process over the same orders: its first full pass (no in-memory fingerprints). */
   restart?: { orders: number; firstPassMs: number; untilFirstPassMs: number; ups: number; skipped: number; pulumiProcesses: number };
@@ -46,7 +55,7 @@ export function renderMarkdown(r: BenchResult): string {
   ];
   const floor = r.floor.medianMs;
   if (r.events) {
-    out.push(`| event → first BMI Create, median (${r.events.count} events) | ${s(r.events.medianMs)} | bare one-resource \`pulumi up\` ${s(floor)} | ${x(r.events.medianMs, floor)} |`);
+    out.push(`| event → first BMI Create, median (${r.events.count} events${r.events.orders ? ` at ${r.events.orders} orders` : ""}) | ${s(r.events.medianMs)} | bare one-resource \`pulumi up\` ${s(floor)} | ${x(r.events.medianMs, floor)} |`);
     out.push(`| event → first BMI Create, p95 | ${s(r.events.p95Ms)} | bare one-resource \`pulumi up\` ${s(floor)} | ${x(r.events.p95Ms, floor)} |`);
   }
   const last = r.steady[r.steady.length - 1];
@@ -85,6 +94,11 @@ export function renderMarkdown(r: BenchResult): string {
     out.push("", `CPU during the burst (${s(r.burstCpu.wallMs)} wall, ${total.toFixed(0)} CPU-s on ${m.cpus} cores), by process under the reconciler:`, "",
       "| process | processes | CPU | share |", "|---|---|---|---|");
     for (const [k, v] of kinds) out.push(`| ${k} | ${v.processes} | ${v.cpuSeconds.toFixed(1)} s | ${((100 * v.cpuSeconds) / total).toFixed(0)}% |`);
+  }
+  if (r.integrity) {
+    const i = r.integrity;
+    out.push("", `Integrity (the run only creates and scales up): ${i.liveBmis} live BMIs for ${i.requestedWorkers} requested workers, ` +
+      `${i.createCalls} BMI Create calls, ${i.deleteCalls} BMI Delete calls (expected 0).`);
   }
   if (r.events) out.push("", `Event latencies (ms): ${r.events.latenciesMs.join(", ")}`);
   out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}`, "");

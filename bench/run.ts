@@ -30,7 +30,7 @@ import { ORDER_LABEL } from "../planner/names";
 import type { ClusterOrder } from "../planner/types";
 import { CpuProfile } from "./cpuProfile";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
-import { renderMarkdown, type BenchResult, type SteadyInterval } from "./report";
+import { renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -203,8 +203,20 @@ class World {
     return res.items;
   }
 
+  /** Orders with at least `n` workers, every one of them Ready. */
   async readyCount(n: number): Promise<number> {
-    return (await this.orders()).filter((o) => o.status?.readyWorkers === n && (o.status?.workers ?? []).length === n).length;
+    return (await this.orders()).filter((o) => {
+      const count = (o.status?.workers ?? []).length;
+      return count >= n && o.status?.readyWorkers === count;
+    }).length;
+  }
+
+  /** What the simulator saw: BMI creates and deletes, and live BMIs against what the orders ask for. */
+  async integrity(): Promise<Integrity> {
+    const st = await this.lab.stats();
+    const live = [...(await this.bmisByOrder()).values()].reduce((a, l) => a + l.length, 0);
+    const requested = (await this.orders()).reduce((a, o) => a + (o.spec.nodeRequests ?? []).reduce((b, r) => b + r.numberOfNodes, 0), 0);
+    return { createCalls: st.fulfillment.calls["BareMetalInstances/Create"] ?? 0, deleteCalls: st.fulfillment.calls["BareMetalInstances/Delete"] ?? 0, liveBmis: live, requestedWorkers: requested };
   }
 
   async scale(i: number, n: number): Promise<void> {
@@ -279,7 +291,7 @@ async function main(): Promise<void> {
     PULUMI_CONFIG_PASSPHRASE_FILE: passphrase,
     BMW_LOG_LEVEL: "info",
   };
-  const rec = new Reconciler(env, o, path.join(o.dir, "reconciler.log"));
+  let rec = new Reconciler(env, o, path.join(o.dir, "reconciler.log"));
   const stopAtEnd: Reconciler[] = [];
   const stamp = started.toISOString().replace(/[:.]/g, "-");
   const jsonFile = path.join(o.out, `bench-${stamp}.json`);
@@ -290,7 +302,7 @@ async function main(): Promise<void> {
     fs.writeFileSync(jsonFile.replace(/\.json$/, ".md"), renderMarkdown(result));
   };
   const cleanup = async () => {
-    for (const r of [rec, ...stopAtEnd]) await r.stop();
+    for (const r of new Set([rec, ...stopAtEnd])) await r.stop();
     f.close();
     if (!o.keep) {
       await lab.stop();
@@ -333,9 +345,60 @@ async function main(): Promise<void> {
     save();
     log(`burst: ${o.burst} orders' BMIs all created in ${(burstMs / 1000).toFixed(0)} s (${result.burst.stacksPerMinute.toFixed(1)} stacks/min)`);
 
+    let have = o.burst;
+    // Naive tick and restart at the first size, so that a long run has them early as well.
+    const runNaiveAndRestart = async () => {
+      // Naive: the reconciler stops; every stack gets an `up` (after the events settled, so most are no-ops).
+      await until("every order Ready", o.timeout, async () => ((await world.readyCount(o.workers)) >= have ? true : undefined), 5_000);
+      await rec.stop();
+      const naive = await naiveTick(o, env, world, shim, Math.min(o.naiveOrders ?? have, have));
+      result.naive = naive;
+      save();
+      log(`naive tick over ${naive.stacks} stacks: ${(naive.wallMs / 1000).toFixed(0)} s, ${naive.pulumiProcesses} pulumi processes`);
+
+      // Restart: a new reconciler process over the same orders and stacks, until its first full pass.
+      const c0 = shim.count();
+      const t0r = Date.now();
+      // The restarted reconciler then carries on with the growth.
+      rec = new Reconciler(env, o, path.join(o.dir, "reconciler-restarted.log"));
+      stopAtEnd.push(rec);
+      const firstPass = await rec.nextPass(t0r, o.timeout);
+      result.restart = { orders: firstPass.orders, firstPassMs: firstPass.durationMs, untilFirstPassMs: firstPass.time - t0r,
+        ups: firstPass.ups, skipped: firstPass.skipped, pulumiProcesses: shim.count() - c0 };
+      save();
+      result.integrity = await world.integrity();
+      save();
+      log(`restart: first pass over ${firstPass.orders} orders after ${((firstPass.time - t0r) / 1000).toFixed(0)} s, ${firstPass.ups} ups, ${result.restart.pulumiProcesses} pulumi processes`);
+    };
+
+    const runEvents = async () => {
+      // Events: scale-ups of distinct orders, patch → first Create of the new BMI.
+      const latencies: number[] = [];
+      const allUids = new Map([...uids, ...(await world.orders()).map((x) => [`${x.metadata.namespace}/${x.metadata.name}`, x.metadata.uid] as [string, string])]);
+      for (let e = 0; e < o.events; e++) {
+        const i = Math.floor((e * have) / o.events);
+        const r = world.ref(i);
+        const uid = allUids.get(`${r.namespace}/${r.name}`)!;
+        const before = new Set(((await world.bmisByOrder()).get(uid) ?? []).map((b) => b.name));
+        const at = Date.now();
+        await world.scale(i, o.workers + 1);
+        const fresh = await until(`a new BMI for ${r.namespace}/${r.name}`, o.timeout, async () => {
+          const mine = (await f.bareMetalInstances.listAll(Filter.labelsMatch({ [ORDER_LABEL]: uid })))
+            .filter((b) => !before.has(b.metadata?.name ?? ""));
+          const ts = mine[0]?.metadata?.creation_timestamp;
+          return ts ? Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : undefined;
+        }, 100);
+        latencies.push(fresh - at);
+        log(`event ${e + 1}/${o.events}: ${r.namespace}/${r.name} first Create after ${fresh - at} ms`);
+        await sleep(2_000);
+      }
+      result.events = { orders: have, count: latencies.length, latenciesMs: latencies, medianMs: median(latencies), p95Ms: percentile(latencies, 95) };
+      result.integrity = await world.integrity();
+      save();
+    };
+
     // Growth to N orders; one steady interval at each size.
     const sizes = [...new Set([o.burst, Math.round((o.burst + o.orders) / 2), o.orders])].filter((s) => s >= o.burst);
-    let have = o.burst;
     for (const size of sizes) {
       if (size > have) {
         await world.createOrders(have, size);
@@ -349,51 +412,14 @@ async function main(): Promise<void> {
       result.steady.push(s);
       save();
       log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB`);
+      // Events at the first size, so a long run has its latencies early (they hardly depend on the size).
+      if (!result.events) {
+        await runEvents();
+        await runNaiveAndRestart();
+      }
     }
-
-    // Events: scale-ups of distinct orders, patch → first Create of the new BMI.
-    const latencies: number[] = [];
-    const allUids = new Map([...uids, ...(await world.orders()).map((x) => [`${x.metadata.namespace}/${x.metadata.name}`, x.metadata.uid] as [string, string])]);
-    for (let e = 0; e < o.events; e++) {
-      const i = Math.floor((e * o.orders) / o.events);
-      const r = world.ref(i);
-      const uid = allUids.get(`${r.namespace}/${r.name}`)!;
-      const before = new Set(((await world.bmisByOrder()).get(uid) ?? []).map((b) => b.name));
-      const at = Date.now();
-      await world.scale(i, o.workers + 1);
-      const fresh = await until(`a new BMI for ${r.namespace}/${r.name}`, o.timeout, async () => {
-        const mine = (await f.bareMetalInstances.listAll(Filter.labelsMatch({ [ORDER_LABEL]: uid })))
-          .filter((b) => !before.has(b.metadata?.name ?? ""));
-        const ts = mine[0]?.metadata?.creation_timestamp;
-        return ts ? Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : undefined;
-      }, 100);
-      latencies.push(fresh - at);
-      log(`event ${e + 1}/${o.events}: ${r.namespace}/${r.name} first Create after ${fresh - at} ms`);
-      await sleep(2_000);
-    }
-    result.events = { count: latencies.length, latenciesMs: latencies, medianMs: median(latencies), p95Ms: percentile(latencies, 95) };
-    save();
-
-    // Naive: the reconciler stops; every stack gets an `up` (after the events settled, so most are no-ops).
-    await until("the scaled orders Ready", o.timeout, async () => ((await world.readyCount(o.workers)) + (await world.readyCount(o.workers + 1)) >= o.orders ? true : undefined), 5_000);
-    await rec.stop();
-    const naive = await naiveTick(o, env, world, shim, o.naiveOrders ?? o.orders);
-    result.naive = naive;
-    save();
-    log(`naive tick over ${naive.stacks} stacks: ${(naive.wallMs / 1000).toFixed(0)} s, ${naive.pulumiProcesses} pulumi processes`);
-
-    // Restart: a new reconciler process over the same orders and stacks, until its first full pass.
-    const c0 = shim.count();
-    const t0r = Date.now();
-    const again = new Reconciler(env, o, path.join(o.dir, "reconciler-restarted.log"));
-    stopAtEnd.push(again);
-    const firstPass = await again.nextPass(t0r, o.timeout);
-    result.restart = { orders: firstPass.orders, firstPassMs: firstPass.durationMs, untilFirstPassMs: firstPass.time - t0r,
-      ups: firstPass.ups, skipped: firstPass.skipped, pulumiProcesses: shim.count() - c0 };
-    save();
-    log(`restart: first pass over ${firstPass.orders} orders after ${((firstPass.time - t0r) / 1000).toFixed(0)} s, ${firstPass.ups} ups, ${result.restart.pulumiProcesses} pulumi processes`);
   } finally {
-    for (const r of [rec, ...stopAtEnd]) await r.stop();
+    for (const r of new Set([rec, ...stopAtEnd])) await r.stop();
     save();
     log(`results: ${jsonFile} (and .md)`);
     await cleanup();
