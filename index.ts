@@ -8,7 +8,7 @@ import { Kube, loadKubeConfig } from "./clients/kube";
 import { ConflictError } from "./clients/kube";
 import { ClusterWorkers } from "./components/clusterWorkers";
 import { connectionOptions } from "./providers/bareMetalInstanceOps";
-import { failpoint } from "./automation/failpoints";
+import { failpoint, failpointDelay } from "./automation/failpoints";
 import { observe, parseOrderRef } from "./automation/observe";
 import { programSettings } from "./automation/settings";
 import { desiredSetOf, writeFence } from "./automation/status";
@@ -42,6 +42,7 @@ export = async () => {
     let workers = plan.workers;
     if (plan.fence.length > 0 && !pulumi.runtime.isDryRun()) {
       try {
+        await failpointDelay("program.beforeFence"); // tests: hold the window between observation and fence open
         // Persist "Attempted" before any Create can reach the service (conditional on resourceVersion).
         await writeFence(kube, snapshot.order, plan);
         failpoint("program.afterFence"); // fault suite: killed after the fence, before any Create

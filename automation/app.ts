@@ -142,7 +142,8 @@ export class App {
       async removeStack(ref) {
         await stacks.removeStack(ref);
       },
-      programDigest: () => stacks.programDigest(),
+      // The settings the program parses (automation/settings.ts, the planner's config), not the raw environment.
+      programDigest: () => stacks.programDigest({ settings: this.settings, planner: this.config }),
       async pinnedNodeSets(ref) {
         if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
         const raw = await stacks.getConfig(ref, PIN_KEY);

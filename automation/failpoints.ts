@@ -121,3 +121,16 @@ export function failpoint(name: string, env: NodeJS.ProcessEnv = process.env): v
   process.stderr.write(`failpoint ${name} fired in pid ${process.pid}: killing the reconciler\n`);
   die(env);
 }
+
+/**
+ * A place where a test may hold the process for a while (BMW_FAILPOINT_DELAYS="name=ms,..."), to put
+ * another writer exactly inside a window (e.g. between the program's observation and its fence).
+ * Costs one env lookup when unset (production).
+ */
+export async function failpointDelay(name: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (!env.BMW_FAILPOINT_DELAYS) return;
+  for (const raw of env.BMW_FAILPOINT_DELAYS.split(",")) {
+    const m = /^([A-Za-z0-9_.-]+)=(\d+)$/.exec(raw.trim());
+    if (m && m[1] === name) await new Promise((resolve) => setTimeout(resolve, Number(m[2])));
+  }
+}

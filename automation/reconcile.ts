@@ -245,7 +245,9 @@ function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): 
     inFlight = (async () => {
       try {
         const now = await observeAndPlan(deps, ref, mem, { countErrors: false });
-        if (!stopped) await report(deps, now.snapshot, now.plan);
+        // While new slots still await the program's fence, a status write (it changes the resourceVersion)
+        // would make that conditional fence fail, and the new workers wait for the next update.
+        if (!stopped && now.plan.fence.length === 0) await report(deps, now.snapshot, now.plan);
       } catch (err) {
         // A conflict means the order changed since this observation (e.g. the program's fence): the next
         // report observes again; writing this one would undo that change.

@@ -164,7 +164,6 @@ export class StackManager {
    * A failed operation, or a new process, makes the next recover() look again.
    */
   private readonly known = new Set<string>();
-  private readonly programEnvVars: Record<string, string>;
   private digest?: string;
   private projectKeys?: Set<string>;
   /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
@@ -195,7 +194,6 @@ export class StackManager {
     const rejected = Object.keys(extra).filter((k) => !PROGRAM_ENV_KEY.test(k));
     if (rejected.length > 0) throw new Error(`envVars accepts only BMW_* keys and KUBECONFIG; rejected: ${rejected.join(", ")}`);
 
-    this.programEnvVars = { ...extra };
     this.env = pulumiEnv(this.tc, {
       PULUMI_BACKEND_URL: this.backendUrl,
       ...(passphraseFile ? { PULUMI_CONFIG_PASSPHRASE_FILE: path.resolve(passphraseFile) } : {}),
@@ -430,10 +428,10 @@ export class StackManager {
 
   /**
    * Digest of what an update would run besides the plan: program sources, toolchain versions and the
-   * program's BMW_* environment (automation/programDigest.ts). Computed once per process.
+   * program's parsed settings (automation/programDigest.ts). Computed once per process.
    */
-  programDigest(): string {
-    this.digest ??= programDigest(this.programDir, this.tc.versions, this.programEnvVars);
+  programDigest(settings: unknown): string {
+    this.digest ??= programDigest(this.programDir, this.tc.versions, settings);
     return this.digest;
   }
 

@@ -1,5 +1,6 @@
 // The program digest decides whether a restarted loop may trust an order's "applied" record: it must
-// change with anything that changes what an update would run, and only then.
+// change with anything that changes what an update would run, and only then. (The App passes the parsed
+// program settings; the engine suite checks that per-process variables do not count.)
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -8,7 +9,7 @@ import { programDigest } from "../../automation/programDigest";
 describe("programDigest", () => {
   let dir: string;
   const versions = { pulumi: "3.0.0", kubernetesProvider: "4.0.0" };
-  const env = { BMW_KUBECONFIG: "/etc/kube/config", BMW_FULFILLMENT_ADDRESS: "fulfillment:8000" };
+  const env = { kubeconfigPath: "/etc/kube/config", fulfillment: { address: "fulfillment:8000" } };
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-digest-"));
@@ -19,10 +20,10 @@ describe("programDigest", () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  it("is stable for the same program, toolchain and environment, whatever the key order", () => {
+  it("is stable for the same program, toolchain and settings, whatever the key order", () => {
     const a = programDigest(dir, versions, env);
     expect(a).toMatch(/^[0-9a-f]{16}$/);
-    expect(programDigest(dir, versions, { BMW_FULFILLMENT_ADDRESS: "fulfillment:8000", BMW_KUBECONFIG: "/etc/kube/config" })).toBe(a);
+    expect(programDigest(dir, { kubernetesProvider: "4.0.0", pulumi: "3.0.0" }, { fulfillment: { address: "fulfillment:8000" }, kubeconfigPath: "/etc/kube/config" })).toBe(a);
     expect(programDigest(dir, versions, env)).toBe(a);
   });
 
@@ -36,7 +37,7 @@ describe("programDigest", () => {
     const c = programDigest(dir, versions, env);
     expect(c).not.toBe(b);
     expect(programDigest(dir, { ...versions, pulumi: "3.0.1" }, env)).not.toBe(c);
-    expect(programDigest(dir, versions, { ...env, BMW_FULFILLMENT_ADDRESS: "other:8000" })).not.toBe(c);
+    expect(programDigest(dir, versions, { ...env, fulfillment: { address: "other:8000" } })).not.toBe(c);
   });
 
   it("ignores what the program never loads: tests, docs, node_modules", () => {

@@ -77,8 +77,9 @@ describe("the program of one ClusterOrder's stack", () => {
   it("after a restart, skips an order whose stack already holds its plan, and updates it under a new program", async () => {
     const recorded = async () => (await app.kube.getClusterOrder(ref.namespace, ref.name))!.metadata.annotations?.[APPLIED_ANNOTATION];
     // The last update saw the world unchanged, so the order records what was applied with which program.
-    expect(await recorded()).toMatch(new RegExp(`^${app.stacks.programDigest()}\\.[0-9a-f]{32}$`));
-    const restarted = new App({ env: t.env, stateDir: t.stateDir });
+    expect(await recorded()).toMatch(new RegExp(`^${app.runner().programDigest()}\\.[0-9a-f]{32}$`));
+    // A new process: its own pid in BMW_FAILPOINT_PGID and another log level change nothing the program declares.
+    const restarted = new App({ env: { ...t.env, BMW_FAILPOINT_PGID: "4242", BMW_LOG_LEVEL: "debug" }, stateDir: t.stateDir });
     try {
       expect((await restarted.reconcile(ref)).action).toBe("skipped");
     } finally {
@@ -99,7 +100,7 @@ describe("the program of one ClusterOrder's stack", () => {
       expect(r.action).toBe("up");
       expect(r.up?.changes).toMatchObject({ create: 0, update: 0, delete: 0, replace: 0 });
       expect(seenDuringUp).toEqual([undefined]);
-      expect(await recorded()).toMatch(new RegExp(`^${upgraded.stacks.programDigest()}\\.`));
+      expect(await recorded()).toMatch(new RegExp(`^${upgraded.runner().programDigest()}\\.`));
       expect((await reconcileOrder(deps, ref)).action).toBe("skipped");
     } finally {
       upgraded.close();
@@ -138,5 +139,24 @@ describe("the program of one ClusterOrder's stack", () => {
     // The pending scale-up of the previous test, exactly as the Automation API preview showed it.
     expect(out.stdout).toContain("baremetal-workers:BareMetalInstance");
     expect(out.stdout).toMatch(/\+ 2 to create/);
+  });
+
+  it("status reports during an update leave the program's fence alone: a scale-up creates its BMI in one update", async () => {
+    // The previous test left compute at 3 (one new worker pending, so the next status differs). The program
+    // is held 12 s between its observation (a few seconds after the update starts) and its fence, and the
+    // first progress report comes 6 s in, inside that window: it used to write the new status, the
+    // resourceVersion moved, the conditional fence failed, and the new worker waited for another update.
+    const slow = new App({ env: { ...t.env, BMW_PROGRESS_REPORT_MS: "6000", BMW_FAILPOINT_DELAYS: "program.beforeFence=12000" }, stateDir: t.stateDir });
+    try {
+      const r = await slow.reconcile(ref);
+      expect(r.action).toBe("up");
+      expect(r.up?.changes.create).toBe(2); // the new BareMetalWorker component and its BMI
+      expect(await orderBmis()).toHaveLength(4);
+      const order = (await slow.kube.getClusterOrder(ref.namespace, ref.name))!;
+      expect(order.status?.workers).toHaveLength(4);
+      expect(order.status?.desiredWorkers).toBe(4);
+    } finally {
+      slow.close();
+    }
   });
 });
