@@ -96,6 +96,8 @@ export class App {
   readonly stacks: StackManager;
   readonly config: PlannerConfig;
   readonly settings: ProgramSettings;
+  /** The program digest, computed once per process (it reads every program file). */
+  private digest?: string;
   readonly memory = new Map<string, OrderMemory>();
   readonly observeCache = new ObserveCache();
   readonly stateDir: string;
@@ -143,7 +145,7 @@ export class App {
         await stacks.removeStack(ref);
       },
       // The settings the program parses (automation/settings.ts, the planner's config), not the raw environment.
-      programDigest: () => stacks.programDigest({ settings: this.settings, planner: this.config }),
+      programDigest: () => (this.digest ??= stacks.programDigest({ settings: this.settings, planner: this.config })),
       async pinnedNodeSets(ref) {
         if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
         const raw = await stacks.getConfig(ref, PIN_KEY);

@@ -164,7 +164,6 @@ export class StackManager {
    * A failed operation, or a new process, makes the next recover() look again.
    */
   private readonly known = new Set<string>();
-  private digest?: string;
   private projectKeys?: Set<string>;
   /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
   private readonly perStack = new KeyedMutex();
@@ -428,11 +427,10 @@ export class StackManager {
 
   /**
    * Digest of what an update would run besides the plan: program sources, toolchain versions and the
-   * program's parsed settings (automation/programDigest.ts). Computed once per process.
+   * program's parsed settings (automation/programDigest.ts). Reads every program file: callers keep it.
    */
   programDigest(settings: unknown): string {
-    this.digest ??= programDigest(this.programDir, this.tc.versions, settings);
-    return this.digest;
+    return programDigest(this.programDir, this.tc.versions, settings);
   }
 
   /** The environment every pulumi process gets (for admins' instructions and diagnostics). */
