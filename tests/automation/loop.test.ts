@@ -7,17 +7,31 @@ import type { ReconcileResult } from "../../automation/reconcile";
 import type { ClusterOrder } from "../../planner/types";
 
 type WatchHandler = (type: string, obj: unknown) => void;
+type WatchDone = (err?: unknown) => void;
 
-function fakeKube(orders: ClusterOrder[]): { kube: Kube; emit: (path: string, obj: unknown) => void } {
-  const handlers = new Map<string, WatchHandler>();
+function fakeKube(orders: ClusterOrder[]): {
+  kube: Kube; emit: (path: string, obj: unknown, type?: string) => void; end: (path: string, err?: unknown) => void;
+  queries: Map<string, Record<string, unknown>[]>;
+} {
+  const handlers = new Map<string, { onEvent: WatchHandler; onDone: WatchDone }>();
+  const queries = new Map<string, Record<string, unknown>[]>();
   const kube = {
     listClusterOrders: async () => orders,
-    watch: (path: string, _q: unknown, onEvent: WatchHandler) => {
-      handlers.set(path, onEvent);
+    watch: (path: string, query: Record<string, unknown>, onEvent: WatchHandler, onDone: WatchDone) => {
+      handlers.set(path, { onEvent, onDone });
+      queries.set(path, [...(queries.get(path) ?? []), query]);
       return () => handlers.delete(path);
     },
   } as unknown as Kube;
-  return { kube, emit: (path, obj) => handlers.get(path)?.("MODIFIED", obj) };
+  return {
+    kube, queries,
+    emit: (path, obj, type = "MODIFIED") => handlers.get(path)?.onEvent(type, obj),
+    end: (path, err) => {
+      const h = handlers.get(path);
+      handlers.delete(path);
+      h?.onDone(err);
+    },
+  };
 }
 
 const order = (ns: string, name: string, uid = `${ns}-${name}-uid`): ClusterOrder =>
@@ -144,6 +158,36 @@ describe("ReconcileLoop", () => {
     leader = true;
     await sleep(1_300);
     expect(calls).toBe(1);
+  });
+
+  it("restarts an ended watch from the last resourceVersion it saw, and lists again only after 410 Gone", async () => {
+    const seen: string[] = [];
+    const agents = "/apis/agent-install.openshift.io/v1beta1/agents";
+    const { kube, emit, end, queries } = fakeKube([order("e", "co1", "uid-1")]);
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 60_000, debounceMs: 10,
+      reconcile: async (ref) => { seen.push(`${ref.namespace}/${ref.name}`); return { action: "skipped" }; },
+    });
+    await loop.start();
+    await sleep(100);
+    seen.length = 0;
+    expect(queries.get(agents)).toEqual([{ allowWatchBookmarks: true }]);
+    emit(agents, { metadata: { namespace: "e", name: "a1", resourceVersion: "5", labels: { "osac.openshift.io/cluster-order": "uid-1" } } });
+    // A bookmark moves the resume point but is no change of any order.
+    emit(agents, { kind: "Agent", metadata: { resourceVersion: "9" } }, "BOOKMARK");
+    await sleep(100);
+    expect(seen).toEqual(["e/co1"]);
+    // client-node's idle timeout: the restart resumes, so nothing is listed (and enqueued) again.
+    end(agents, new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+    await sleep(50);
+    expect(queries.get(agents)?.[1]).toEqual({ allowWatchBookmarks: true, resourceVersion: "9" });
+    // The version was compacted away: the server says 410 in an ERROR event; the next start lists.
+    emit(agents, { kind: "Status", code: 410, reason: "Expired" }, "ERROR");
+    end(agents);
+    await sleep(50);
+    expect(queries.get(agents)?.[2]).toEqual({ allowWatchBookmarks: true });
+    await sleep(100);
+    expect(seen).toEqual(["e/co1"]);
   });
 
   it("maps watch events of Agents, NodePools and InfraEnvs to their order (debounced)", async () => {
