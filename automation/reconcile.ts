@@ -188,6 +188,8 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   const progress = progressReports(deps, ref, mem);
   try {
     up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan), refresh: true });
+    // Every `up` refreshes: the periodic refresh counts from the last one (not an extra run after creation).
+    mem.lastRefreshAt = nowMs;
     await progress.stop();
   } catch (err) {
     await progress.stop();

@@ -3,7 +3,7 @@
 // workers reach Ready through the reconcile path.
 import * as k8s from "@kubernetes/client-node";
 import { App } from "../../automation/app";
-import { reconcileOrder } from "../../automation/reconcile";
+import { reconcileOrder, refreshOffset } from "../../automation/reconcile";
 import { APPLIED_ANNOTATION, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { Filter } from "../../clients/fulfillment";
@@ -105,6 +105,42 @@ describe("the program of one ClusterOrder's stack", () => {
     } finally {
       upgraded.close();
     }
+  });
+
+  it("refreshes a converged stack once per refresh interval, counted from its last update", async () => {
+    const deps = app.reconcileDeps();
+    const every = 60_000;
+    let clock = Date.now();
+    const ups: boolean[] = [];
+    const stacks = { ...deps.stacks, up: async (r: typeof ref, o: { message: string; refresh?: boolean }) => {
+      ups.push(o.refresh === true);
+      return deps.stacks.up(r, o);
+    } };
+    // A process of its own (fresh memory): the applied record says the stack holds the plan.
+    const memory: typeof deps.memory = new Map();
+    const d = { ...deps, stacks, memory, refreshIntervalMs: every, now: () => new Date(clock) };
+    const start = clock;
+    const dueIn = every - refreshOffset(`${ref.namespace}/${ref.name}`, every);
+    expect((await reconcileOrder(d, ref)).action).toBe("skipped");
+    clock = start + dueIn - 1_000;
+    expect((await reconcileOrder(d, ref)).action).toBe("skipped");
+    // Due at the order's own offset in the interval: one `up --refresh` that changes nothing.
+    clock = start + dueIn;
+    const refreshed = await reconcileOrder(d, ref);
+    expect(refreshed.action).toBe("up");
+    expect(refreshed.up?.changes).toMatchObject({ create: 0, update: 0, delete: 0, replace: 0 });
+    const refreshedAt = clock;
+    clock = refreshedAt + 1_000;
+    expect((await reconcileOrder(d, ref)).action).toBe("skipped");
+    // An update for another reason refreshes as well, and the next periodic one counts from it.
+    memory.get(`${ref.namespace}/${ref.name}`)!.lastFingerprint = "a plan applied earlier";
+    clock = refreshedAt + every / 2;
+    expect((await reconcileOrder(d, ref)).action).toBe("up");
+    clock = refreshedAt + every;
+    expect((await reconcileOrder(d, ref)).action).toBe("skipped");
+    clock = refreshedAt + every * 1.5;
+    expect((await reconcileOrder(d, ref)).action).toBe("up");
+    expect(ups).toEqual([true, true, true]);
   });
 
   it("previews a scale-up as one BMI create and a NodePool replicas update", async () => {
