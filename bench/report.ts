@@ -10,6 +10,11 @@ export interface SteadyInterval {
   skipped: number;
   fulfillmentCalls: number;
   rssMiB: number;
+  /**
+   * The whole interval (end of one pass to the end of the next), not only the pass: every reconcile the
+   * watches caused as well, and the fulfillment calls they made. Absent in results of older runs.
+   */
+  interval?: { ms: number; reconciles: number; ups: number; fulfillmentCalls: number };
 }
 
 export interface Integrity {
@@ -82,6 +87,15 @@ export function renderMarkdown(r: BenchResult): string {
     "|---|---|---|---|---|---|---|---|---|");
   for (const st of r.steady) {
     out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB |`);
+  }
+  const whole = r.steady.filter((st) => st.interval);
+  if (whole.length) {
+    out.push("", "The same intervals whole (pass end to pass end), with the reconciles the watches caused:", "",
+      "| orders | interval | reconciles | per order | ups | fulfillment calls | calls per order |", "|---|---|---|---|---|---|---|");
+    for (const st of whole) {
+      const i = st.interval!;
+      out.push(`| ${st.orders} | ${s(i.ms)} | ${i.reconciles} | ${(i.reconciles / st.orders).toFixed(2)} | ${i.ups} | ${i.fulfillmentCalls} | ${(i.fulfillmentCalls / st.orders).toFixed(2)} |`);
+    }
   }
   const cmds = Object.entries(r.pulumiByCommand).sort((a, b) => b[1].totalMs - a[1].totalMs);
   if (cmds.length) {

@@ -45,6 +45,8 @@ interface Options {
   concurrency: number;
   interval: number;
   naiveOrders?: number;
+  /** BMW_REFRESH_INTERVAL_MS of the reconciler in seconds; the product's default (1 h) when absent. */
+  refreshInterval?: number;
   dir: string;
   out: string;
   keep: boolean;
@@ -62,6 +64,7 @@ async function options(): Promise<Options> {
     .option("concurrency", { type: "number", default: 4, describe: "stacks updated at once (the reconciler's default)" })
     .option("interval", { type: "number", default: 60, describe: "reconciler timer interval, seconds (its default)" })
     .option("naive-orders", { type: "number", describe: "stacks in the naive tick (default: all)" })
+    .option("refresh-interval", { type: "number", describe: "seconds between a converged stack's periodic refreshes (default: the reconciler's, 1 h)" })
     .option("dir", { type: "string", describe: "working directory (lab, state); default a new temp dir" })
     .option("out", { type: "string", default: path.join(PROJECT_ROOT, "bench", "results") })
     .option("keep", { type: "boolean", default: false, describe: "leave the lab running and the directory in place" })
@@ -75,6 +78,7 @@ async function options(): Promise<Options> {
   return {
     orders: argv.orders, workers: argv.workers, burst: argv.burst, events: argv.events, floorRuns: argv["floor-runs"],
     concurrency: argv.concurrency, interval: argv.interval, naiveOrders: argv["naive-orders"],
+    refreshInterval: argv["refresh-interval"],
     dir: argv.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bmw-bench-")), out: argv.out, keep: argv.keep, timeout: argv.timeout,
   };
 }
@@ -139,6 +143,27 @@ class Reconciler {
       const j = JSON.parse(line) as { time: string | number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number };
       this.passes.push({ time: typeof j.time === "number" ? j.time : Date.parse(j.time), orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, fulfillmentCalls: j.fulfillmentCalls });
     }
+  }
+
+  /** Reconciles the log records in (from, to], by action. */
+  reconcilesBetween(from: number, to: number): Record<string, number> {
+    const by: Record<string, number> = {};
+    for (const line of fs.readFileSync(this.logFile, "utf8").split("\n")) {
+      if (!line.includes('"msg":"reconciled"')) continue;
+      const j = JSON.parse(line) as { time: string | number; action: string };
+      const t = typeof j.time === "number" ? j.time : Date.parse(j.time);
+      if (t > from && t <= to) by[j.action] = (by[j.action] ?? 0) + 1;
+    }
+    return by;
+  }
+
+  /** The reconciler's fulfillment calls so far, from its /metrics. */
+  async fulfillmentCallsTotal(): Promise<number> {
+    const url = /"health":"([^"]+)"/.exec(fs.readFileSync(this.logFile, "utf8"))?.[1];
+    if (!url) throw new Error(`no health address in ${this.logFile}`);
+    const text = await (await fetch(`${url}/metrics`)).text();
+    return text.split("\n").filter((l) => l.startsWith("bmw_fulfillment_calls_total"))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
   }
 
   rssKiB(): number {
@@ -232,11 +257,15 @@ async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, o
   // A pass that starts after everything is Ready, then the whole next interval (tick to tick).
   const first = await rec.nextPass(Date.now(), timeoutS);
   const c0 = shim.count();
+  const f0 = await rec.fulfillmentCallsTotal();
   const second = await rec.nextPass(first.time, timeoutS);
   const c1 = shim.count();
+  const f1 = await rec.fulfillmentCallsTotal();
+  const by = rec.reconcilesBetween(first.time, second.time);
   return {
     orders, workers: orders * world.o.workers, passMs: second.durationMs, pulumiProcesses: c1 - c0, ups: second.ups,
     skipped: second.skipped, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
+    interval: { ms: second.time - first.time, reconciles: Object.values(by).reduce((a, b) => a + b, 0), ups: by.up ?? 0, fulfillmentCalls: f1 - f0 },
   };
 }
 
@@ -290,6 +319,7 @@ async function main(): Promise<void> {
     BMW_WORK_DIR: path.join(o.dir, "project"),
     PULUMI_CONFIG_PASSPHRASE_FILE: passphrase,
     BMW_LOG_LEVEL: "info",
+    ...(o.refreshInterval !== undefined ? { BMW_REFRESH_INTERVAL_MS: String(o.refreshInterval * 1000) } : {}),
   };
   let rec = new Reconciler(env, o, path.join(o.dir, "reconciler.log"));
   const stopAtEnd: Reconciler[] = [];
