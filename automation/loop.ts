@@ -139,13 +139,23 @@ export class ReconcileLoop {
   }
 
   /**
-   * Watches one kind. A restart resumes from the last resourceVersion seen (bookmarks keep it current):
-   * client-node ends a watch after 30 s without events, and a restart without one would replay every
-   * object as ADDED and re-enqueue every order, a full extra pass per idle watch per 30 s. Only when
-   * that version is gone (410) does the next start list everything again.
+   * Watches one kind. The first watch starts from the collection's current resourceVersion (the tick
+   * has just enqueued every order, so replaying every existing object as ADDED would only enqueue them
+   * again). A restart resumes from the last resourceVersion seen (bookmarks keep it current): client-node
+   * ends a watch after 30 s without events, and a restart without one would replay everything and
+   * re-enqueue every order, a full extra pass per idle watch per 30 s. After a 410 (that version was
+   * compacted away, events may be lost) the next start lists everything again: a full resync.
    */
-  private watch(kind: string, path: string, resumeFrom?: string): void {
+  private watch(kind: string, path: string, resumeFrom?: string, resync = false): void {
     if (this.stopped) return;
+    if (resumeFrom === undefined && !resync) {
+      this.opts.kube.collectionVersion(path).then((rv) => this.watch(kind, path, rv, rv === undefined), (err: unknown) => {
+        if (this.stopped) return;
+        this.opts.log("warn", `listing ${kind} for its watch failed; retrying`, { error: String(err) });
+        setTimeout(() => this.watch(kind, path), 2_000);
+      });
+      return;
+    }
     let last = resumeFrom;
     const query = { allowWatchBookmarks: true, ...(last ? { resourceVersion: last } : {}) };
     const stop = this.opts.kube.watch(path, query, (type: string, obj: unknown) => {
@@ -165,7 +175,7 @@ export class ReconcileLoop {
       // client-node ends a watch after 30 s without events (TimeoutError): a normal end, restart at once.
       const quiet = !err || /TimeoutError|timeout/i.test(String(err));
       if (!quiet) this.opts.log("warn", `watch of ${kind} ended; restarting`, { error: String(err) });
-      setTimeout(() => this.watch(kind, path, last), quiet ? 0 : 2_000);
+      setTimeout(() => this.watch(kind, path, last, last === undefined), quiet ? 0 : 2_000);
     });
     this.watchStops.set(kind, stop);
   }

@@ -269,6 +269,20 @@ export class Kube {
     };
   }
 
+  /**
+   * The current resourceVersion of a custom resource collection (a list of at most one item): a watch
+   * started from it sees what changes from now on, without the existing objects replayed as ADDED.
+   */
+  async collectionVersion(path: string): Promise<string | undefined> {
+    const m = /^\/apis\/([^/]+)\/([^/]+)\/(?:namespaces\/([^/]+)\/)?([^/]+)$/.exec(path);
+    if (!m) throw new Error(`collectionVersion: ${path} is not a custom resource collection`);
+    const [, group, version, namespace, plural] = m;
+    const page: { metadata?: { resourceVersion?: string } } = await this.call(`list ${plural} (collection version)`, () => namespace
+      ? this.custom.listNamespacedCustomObject({ group, version, namespace, plural, limit: 1 })
+      : this.custom.listClusterCustomObject({ group, version, plural, limit: 1 }));
+    return page.metadata?.resourceVersion;
+  }
+
   // ---- helpers ----------------------------------------------------------------------------------
 
   /**

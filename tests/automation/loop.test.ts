@@ -17,6 +17,7 @@ function fakeKube(orders: ClusterOrder[]): {
   const queries = new Map<string, Record<string, unknown>[]>();
   const kube = {
     listClusterOrders: async () => orders,
+    collectionVersion: async () => "100",
     watch: (path: string, query: Record<string, unknown>, onEvent: WatchHandler, onDone: WatchDone) => {
       handlers.set(path, { onEvent, onDone });
       queries.set(path, [...(queries.get(path) ?? []), query]);
@@ -160,7 +161,7 @@ describe("ReconcileLoop", () => {
     expect(calls).toBe(1);
   });
 
-  it("restarts an ended watch from the last resourceVersion it saw, and lists again only after 410 Gone", async () => {
+  it("starts watches from the current version, restarts them from the last one seen, and lists again only after 410 Gone", async () => {
     const seen: string[] = [];
     const agents = "/apis/agent-install.openshift.io/v1beta1/agents";
     const { kube, emit, end, queries } = fakeKube([order("e", "co1", "uid-1")]);
@@ -171,7 +172,8 @@ describe("ReconcileLoop", () => {
     await loop.start();
     await sleep(100);
     seen.length = 0;
-    expect(queries.get(agents)).toEqual([{ allowWatchBookmarks: true }]);
+    // The first watch starts from the collection's current version: the tick already enqueued every order.
+    expect(queries.get(agents)).toEqual([{ allowWatchBookmarks: true, resourceVersion: "100" }]);
     emit(agents, { metadata: { namespace: "e", name: "a1", resourceVersion: "5", labels: { "osac.openshift.io/cluster-order": "uid-1" } } });
     // A bookmark moves the resume point but is no change of any order.
     emit(agents, { kind: "Agent", metadata: { resourceVersion: "9" } }, "BOOKMARK");
@@ -181,7 +183,8 @@ describe("ReconcileLoop", () => {
     end(agents, new DOMException("The operation was aborted due to timeout", "TimeoutError"));
     await sleep(50);
     expect(queries.get(agents)?.[1]).toEqual({ allowWatchBookmarks: true, resourceVersion: "9" });
-    // The version was compacted away: the server says 410 in an ERROR event; the next start lists.
+    // The version was compacted away: the server says 410 in an ERROR event; the next start lists
+    // everything again (events may have been lost: a full resync).
     emit(agents, { kind: "Status", code: 410, reason: "Expired" }, "ERROR");
     end(agents);
     await sleep(50);
