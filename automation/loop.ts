@@ -135,28 +135,32 @@ export class ReconcileLoop {
       ["NodePool", "/apis/hypershift.openshift.io/v1beta1/nodepools"],
       ["InfraEnv", "/apis/agent-install.openshift.io/v1beta1/infraenvs"],
     ];
-    for (const [kind, path] of watched) this.watch(kind, path);
+    for (const [kind, path] of watched) this.startWatch(kind, path);
   }
 
   /**
-   * Watches one kind. The first watch starts from the collection's current resourceVersion (the tick
-   * has just enqueued every order, so replaying every existing object as ADDED would only enqueue them
-   * again). A restart resumes from the last resourceVersion seen (bookmarks keep it current): client-node
-   * ends a watch after 30 s without events, and a restart without one would replay everything and
-   * re-enqueue every order, a full extra pass per idle watch per 30 s. After a 410 (that version was
-   * compacted away, events may be lost) the next start lists everything again: a full resync.
+   * Starts the watch of one kind from the collection's current resourceVersion: the tick has just
+   * enqueued every order, so replaying every existing object as ADDED would only enqueue them again.
    */
-  private watch(kind: string, path: string, resumeFrom?: string, resync = false): void {
+  private startWatch(kind: string, path: string): void {
     if (this.stopped) return;
-    if (resumeFrom === undefined && !resync) {
-      this.opts.kube.collectionVersion(path).then((rv) => this.watch(kind, path, rv, rv === undefined), (err: unknown) => {
-        if (this.stopped) return;
-        this.opts.log("warn", `listing ${kind} for its watch failed; retrying`, { error: String(err) });
-        setTimeout(() => this.watch(kind, path), 2_000);
-      });
-      return;
-    }
-    let last = resumeFrom;
+    this.opts.kube.collectionVersion(path).then((rv) => this.watch(kind, path, rv), (err: unknown) => {
+      if (this.stopped) return;
+      this.opts.log("warn", `listing ${kind} for its watch failed; retrying`, { error: String(err) });
+      setTimeout(() => this.startWatch(kind, path), 2_000);
+    });
+  }
+
+  /**
+   * Watches one kind from `from`, or from nothing (every object replayed as ADDED: a full resync). A
+   * restart resumes from the last resourceVersion seen (bookmarks keep it current): client-node ends a
+   * watch after 30 s without events, and a restart without one would re-enqueue every order, a full
+   * extra pass per idle watch per 30 s. Only after a 410 (that version was compacted away, events may
+   * be lost) does the next start resync.
+   */
+  private watch(kind: string, path: string, from: string | undefined): void {
+    if (this.stopped) return;
+    let last = from;
     const query = { allowWatchBookmarks: true, ...(last ? { resourceVersion: last } : {}) };
     const stop = this.opts.kube.watch(path, query, (type: string, obj: unknown) => {
       const o = obj as WatchedObject & { code?: number };
@@ -175,7 +179,7 @@ export class ReconcileLoop {
       // client-node ends a watch after 30 s without events (TimeoutError): a normal end, restart at once.
       const quiet = !err || /TimeoutError|timeout/i.test(String(err));
       if (!quiet) this.opts.log("warn", `watch of ${kind} ended; restarting`, { error: String(err) });
-      setTimeout(() => this.watch(kind, path, last, last === undefined), quiet ? 0 : 2_000);
+      setTimeout(() => this.watch(kind, path, last), quiet ? 0 : 2_000);
     });
     this.watchStops.set(kind, stop);
   }

@@ -45,6 +45,19 @@ describe("ReconcileLoop", () => {
   let loop: ReconcileLoop | undefined;
   afterEach(() => loop?.stop());
 
+  /** Starts a loop over `kube` that records the orders it reconciles, from after its first tick. */
+  async function startRecording(kube: Kube, debounceMs: number): Promise<string[]> {
+    const seen: string[] = [];
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 60_000, debounceMs,
+      reconcile: async (ref) => { seen.push(`${ref.namespace}/${ref.name}`); return { action: "skipped" }; },
+    });
+    await loop.start();
+    await sleep(100);
+    seen.length = 0;
+    return seen;
+  }
+
   it("reconciles every order on the timer tick and never runs one order twice at a time", async () => {
     const active = new Map<string, number>();
     let maxSame = 0;
@@ -162,16 +175,9 @@ describe("ReconcileLoop", () => {
   });
 
   it("starts watches from the current version, restarts them from the last one seen, and lists again only after 410 Gone", async () => {
-    const seen: string[] = [];
     const agents = "/apis/agent-install.openshift.io/v1beta1/agents";
     const { kube, emit, end, queries } = fakeKube([order("e", "co1", "uid-1")]);
-    loop = new ReconcileLoop({
-      kube, log: noLog, intervalMs: 60_000, debounceMs: 10,
-      reconcile: async (ref) => { seen.push(`${ref.namespace}/${ref.name}`); return { action: "skipped" }; },
-    });
-    await loop.start();
-    await sleep(100);
-    seen.length = 0;
+    const seen = await startRecording(kube, 10);
     // The first watch starts from the collection's current version: the tick already enqueued every order.
     expect(queries.get(agents)).toEqual([{ allowWatchBookmarks: true, resourceVersion: "100" }]);
     emit(agents, { metadata: { namespace: "e", name: "a1", resourceVersion: "5", labels: { "osac.openshift.io/cluster-order": "uid-1" } } });
@@ -194,15 +200,8 @@ describe("ReconcileLoop", () => {
   });
 
   it("maps watch events of Agents, NodePools and InfraEnvs to their order (debounced)", async () => {
-    const seen: string[] = [];
     const { kube, emit } = fakeKube([order("e", "co1", "uid-1")]);
-    loop = new ReconcileLoop({
-      kube, log: noLog, intervalMs: 60_000, debounceMs: 100,
-      reconcile: async (ref) => { seen.push(`${ref.namespace}/${ref.name}`); return { action: "skipped" }; },
-    });
-    await loop.start();
-    await sleep(100);
-    seen.length = 0;
+    const seen = await startRecording(kube, 100);
     // Three events within the debounce window: one reconcile.
     emit("/apis/agent-install.openshift.io/v1beta1/agents",
       { metadata: { namespace: "e", name: "a1", labels: { "osac.openshift.io/cluster-order": "uid-1" } } });
