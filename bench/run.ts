@@ -121,6 +121,10 @@ class Reconciler {
   readonly logFile: string;
   private offset = 0;
   readonly passes: { time: number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number }[] = [];
+  /** Every reconcile the log records: its end time and action. */
+  private readonly reconciles: { time: number; action: string }[] = [];
+  /** The reconciler's health/metrics address, from its first log line. */
+  private healthUrl?: string;
 
   constructor(env: NodeJS.ProcessEnv, o: Options, logFile: string) {
     this.logFile = logFile;
@@ -131,7 +135,7 @@ class Reconciler {
     fs.closeSync(fd);
   }
 
-  /** Reads new "pass complete" lines of the reconciler's JSON log. */
+  /** Reads the new lines of the reconciler's JSON log: its address, its passes and its reconciles. */
   poll(): void {
     const text = fs.readFileSync(this.logFile, "utf8");
     const fresh = text.slice(this.offset);
@@ -139,29 +143,36 @@ class Reconciler {
     if (end < 0) return;
     this.offset += end + 1;
     for (const line of fresh.slice(0, end).split("\n")) {
-      if (!line.includes('"pass complete"')) continue;
-      const j = JSON.parse(line) as { time: string | number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number };
-      this.passes.push({ time: typeof j.time === "number" ? j.time : Date.parse(j.time), orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, fulfillmentCalls: j.fulfillmentCalls });
+      if (!line.includes('"pass complete"') && !line.includes('"msg":"reconciled"') && !line.includes('"health"')) continue;
+      let j: { time: string | number; msg: string; health?: string; action?: string;
+        orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number };
+      try {
+        j = JSON.parse(line);
+      } catch {
+        continue; // stderr shares the file (e.g. Node warnings)
+      }
+      const time = typeof j.time === "number" ? j.time : Date.parse(j.time);
+      this.healthUrl ??= j.health;
+      if (j.msg === "reconciled" && j.action) this.reconciles.push({ time, action: j.action });
+      if (j.msg === "pass complete") {
+        this.passes.push({ time, orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, fulfillmentCalls: j.fulfillmentCalls });
+      }
     }
   }
 
   /** Reconciles the log records in (from, to], by action. */
   reconcilesBetween(from: number, to: number): Record<string, number> {
+    this.poll();
     const by: Record<string, number> = {};
-    for (const line of fs.readFileSync(this.logFile, "utf8").split("\n")) {
-      if (!line.includes('"msg":"reconciled"')) continue;
-      const j = JSON.parse(line) as { time: string | number; action: string };
-      const t = typeof j.time === "number" ? j.time : Date.parse(j.time);
-      if (t > from && t <= to) by[j.action] = (by[j.action] ?? 0) + 1;
-    }
+    for (const r of this.reconciles) if (r.time > from && r.time <= to) by[r.action] = (by[r.action] ?? 0) + 1;
     return by;
   }
 
   /** The reconciler's fulfillment calls so far, from its /metrics. */
   async fulfillmentCallsTotal(): Promise<number> {
-    const url = /"health":"([^"]+)"/.exec(fs.readFileSync(this.logFile, "utf8"))?.[1];
-    if (!url) throw new Error(`no health address in ${this.logFile}`);
-    const text = await (await fetch(`${url}/metrics`)).text();
+    this.poll();
+    if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
+    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
     return text.split("\n").filter((l) => l.startsWith("bmw_fulfillment_calls_total"))
       .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
   }
