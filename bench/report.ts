@@ -24,11 +24,15 @@ export interface Integrity {
   requestedWorkers: number;
 }
 
+import type { LoadVariant } from "./programLoad";
+
 export interface BenchResult {
   startedAt: string;
   options: Record<string, unknown>;
   machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; pulumi: string; platform: string };
   floor: { runs: number[]; medianMs: number };
+  /** CPU of loading the program in a fresh Node process, per transpiler and compile-cache setting. */
+  programLoad?: LoadVariant[];
   idleRssMiB: number;
   burst?: { orders: number; bmis: number; createMs: number; allBmisMs: number; stacksPerMinute: number };
   steady: SteadyInterval[];
@@ -78,6 +82,11 @@ export function renderMarkdown(r: BenchResult): string {
   }
   if (r.burst) {
     out.push(`| burst: ${r.burst.orders} orders created at once until all ${r.burst.bmis} BMIs exist | ${r.burst.stacksPerMinute.toFixed(1)} stacks/min (${s(r.burst.allBmisMs)}) | floor: one \`up\` at a time ${(60_000 / floor).toFixed(1)} ups/min | ${x(r.burst.stacksPerMinute, 60_000 / floor)} |`);
+  }
+  const tscLoad = r.programLoad?.find((v) => v.transpiler === "tsc" && !v.compileCache);
+  for (const v of r.programLoad ?? []) {
+    if (v === tscLoad) continue;
+    out.push(`| program load CPU in a fresh Node process, ${v.transpiler}${v.compileCache ? " + Node compile cache" : ""} (median of ${v.cpuMs.length}) | ${v.medianCpuMs.toFixed(0)} ms | ts-node with tsc ${tscLoad?.medianCpuMs.toFixed(0) ?? "?"} ms | ${x(v.medianCpuMs, tscLoad?.medianCpuMs ?? 0)} |`);
   }
   if (last) {
     out.push(`| reconciler RSS at ${last.orders} orders | ${last.rssMiB.toFixed(0)} MiB | idle, 0 orders ${r.idleRssMiB.toFixed(0)} MiB | ${x(last.rssMiB, r.idleRssMiB)} |`);

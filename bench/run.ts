@@ -1,6 +1,8 @@
 // `npm run bench`: speed and memory of the reconciler on the lab, every figure next to a baseline
 // measured in the same run (issue 7). Not part of `npm test`.
 //
+//   load       CPU of loading the program in a fresh Node process: tsc vs swc transpiling, and
+//              Node's compile cache (each update's program process pays it)
 //   floor      bare `pulumi up` of a one-resource dynamic-provider program (bench/floor)
 //   burst      B ClusterOrders created at once until every BMI of theirs exists: stacks per minute
 //   growth     more orders up to N × W workers, all Ready; at each size one steady interval:
@@ -29,6 +31,7 @@ import { startLab, type Lab } from "../lab";
 import { ORDER_LABEL } from "../planner/names";
 import type { ClusterOrder } from "../planner/types";
 import { CpuProfile } from "./cpuProfile";
+import { measureProgramLoad } from "./programLoad";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
 import { renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
@@ -312,6 +315,8 @@ async function main(): Promise<void> {
   const shimEnv = { BMW_CACHE_DIR: shim.cacheDir };
   log(`working in ${o.dir}; ${o.orders} orders × ${o.workers} workers, burst ${o.burst}, ${o.events} events`);
 
+  const programLoad = measureProgramLoad(o.dir, 5);
+  log(`program load: ${programLoad.map((v) => `${v.transpiler}${v.compileCache ? "+cache" : ""} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
   const floor = await measureFloor(o, {});
   log(`floor: bare one-resource up median ${median(floor).toFixed(0)} ms`);
 
@@ -362,6 +367,7 @@ async function main(): Promise<void> {
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version,
       pulumi: tc.versions.pulumi, platform: `${os.platform()} ${os.release()}` },
     floor: { runs: floor, medianMs: median(floor) },
+    programLoad,
     steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0, pulumiByCommand: {},
   };
   try {

@@ -1,0 +1,56 @@
+// Program load: the CPU a fresh Node process spends loading the Pulumi program (index.ts and what it
+// imports, plus the `typescript` module Pulumi's Node host always loads), the largest share of every
+// update's CPU. Measured in the same run for the transpiler and compile-cache settings an update can
+// run with, so the ratio of the product's setting (swc + Node's compile cache) to tsc is from one run.
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { PROJECT_ROOT } from "../automation/toolchain";
+import { median } from "./stats";
+
+export interface LoadVariant {
+  /** ts-node's transpiler: swc (tsconfig's ts-node.swc, the product's setting) or TypeScript's. */
+  transpiler: "swc" | "tsc";
+  compileCache: boolean;
+  cpuMs: number[];
+  medianCpuMs: number;
+}
+
+const VARIANTS: Array<Pick<LoadVariant, "transpiler" | "compileCache">> = [
+  { transpiler: "tsc", compileCache: false },
+  { transpiler: "swc", compileCache: false },
+  { transpiler: "swc", compileCache: true },
+];
+
+// Registers ts-node as Pulumi's Node host does (transpile only, the project's tsconfig), loads the
+// program and prints the process's CPU time.
+const SCRIPT = `
+const root = process.argv[1];
+require(require.resolve("ts-node", { paths: [root] })).register({
+  transpileOnly: true, project: root + "/tsconfig.json", swc: process.env.LOAD_SWC === "1",
+});
+require(root + "/index.ts");
+require(require.resolve("typescript", { paths: [root] }));
+const u = process.cpuUsage();
+process.stdout.write(String((u.user + u.system) / 1000));
+`;
+
+export function measureProgramLoad(dir: string, runs: number): LoadVariant[] {
+  const cacheDir = path.join(dir, "program-load-cache");
+  fs.rmSync(cacheDir, { recursive: true, force: true });
+  const once = (v: (typeof VARIANTS)[number]): number => {
+    const env: NodeJS.ProcessEnv = { ...process.env, LOAD_SWC: v.transpiler === "swc" ? "1" : "0" };
+    delete env.NODE_COMPILE_CACHE;
+    if (v.compileCache) env.NODE_COMPILE_CACHE = cacheDir;
+    const r = spawnSync(process.execPath, ["-e", SCRIPT, PROJECT_ROOT], { env, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`program load (${v.transpiler}, cache ${v.compileCache}) failed: ${r.stderr}`);
+    return Number(r.stdout);
+  };
+  // One unmeasured round fills the page cache and the compile cache; then the variants alternate,
+  // so drift in the machine's load spreads over all of them.
+  for (const v of VARIANTS) once(v);
+  const out = VARIANTS.map((v) => ({ ...v, cpuMs: [] as number[], medianCpuMs: 0 }));
+  for (let i = 0; i < runs; i++) for (const v of out) v.cpuMs.push(once(v));
+  for (const v of out) v.medianCpuMs = median(v.cpuMs);
+  return out;
+}
