@@ -100,8 +100,17 @@ const START_TIMEOUT_MS = 60_000;
 /** In-process components by lab directory (detached:false). */
 const inProcess = new Map<string, { simulator: RunningSimulator; controllers: RunningControllers }>();
 
-function sharedCrdDirs(): string[] {
-  return [process.env.BMW_SHARED_CRDS ?? path.resolve(PROJECT_ROOT, "..", "shared", "crds"), path.join(PROJECT_ROOT, "deploy", "crds")];
+/**
+ * The upstream CRDs (BMW_SHARED_CRDS, else ../shared/crds beside the checkout) and the project's own.
+ * Without the upstream ones the lab would start and then fail on its first NodePool with a bare 404.
+ */
+export function sharedCrdDirs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const shared = env.BMW_SHARED_CRDS ?? path.resolve(PROJECT_ROOT, "..", "shared", "crds");
+  if (!fs.existsSync(shared)) {
+    throw new Error(`the upstream CRDs (Agent, InfraEnv, NodePool, HostedCluster, ClusterDeployment) are not at ${shared}: ` +
+      "set BMW_SHARED_CRDS to the directory that holds them");
+  }
+  return [shared, path.join(PROJECT_ROOT, "deploy", "crds")];
 }
 
 const REQUIRED_CRDS = ["agents.agent-install.openshift.io", "infraenvs.agent-install.openshift.io", "nodepools.hypershift.openshift.io",
@@ -119,7 +128,11 @@ async function ensureCrds(kubeconfigPath: string): Promise<void> {
       missing.push(name);
     }
   }
-  if (missing.length) await installCrds(kc, sharedCrdDirs());
+  if (missing.length === 0) return;
+  const dirs = sharedCrdDirs();
+  const installed = new Set(await installCrds(kc, dirs));
+  const absent = missing.filter((n) => !installed.has(n));
+  if (absent.length) throw new Error(`CRDs ${absent.join(", ")} are not in the cluster and not in ${dirs.join(" or ")}`);
 }
 
 function readOrCreate(file: string, make: () => string): string {

@@ -136,3 +136,13 @@ describe("discovery ignition", () => {
     expect(new Set(hosts.flatMap((h) => h.macs.map((m) => m.toLowerCase()))).size).toBe(12 * 3 + 4 * 2);
   });
 });
+
+describe("lab set-up errors", () => {
+  test("a missing upstream CRD directory is named, with the variable that points at it", async () => {
+    const { sharedCrdDirs } = await import("../../lab/index");
+    const dir = path.join(tempDir("crds"), "no-crds-here");
+    expect(() => sharedCrdDirs({ BMW_SHARED_CRDS: dir })).toThrow(`the upstream CRDs (Agent, InfraEnv, NodePool, HostedCluster, ClusterDeployment) are not at ${dir}: set BMW_SHARED_CRDS`);
+    const shared = tempDir("crds");
+    expect(sharedCrdDirs({ BMW_SHARED_CRDS: shared })).toEqual([shared, expect.stringMatching(/deploy\/crds$/)]);
+  });
+});
