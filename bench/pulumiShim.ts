@@ -15,7 +15,8 @@ export interface PulumiShim {
   byCommand(): Record<string, { count: number; totalMs: number }>;
 }
 
-export function createPulumiShim(real: Toolchain, dir: string): PulumiShim {
+/** With `append`, an existing process log is carried on (a resumed run), not started afresh. */
+export function createPulumiShim(real: Toolchain, dir: string, opts: { append?: boolean } = {}): PulumiShim {
   const cacheDir = path.join(dir, "cache");
   const logFile = path.join(dir, "pulumi-processes.log");
   fs.rmSync(cacheDir, { recursive: true, force: true });
@@ -29,7 +30,7 @@ export function createPulumiShim(real: Toolchain, dir: string): PulumiShim {
   for (const f of fs.readdirSync(realBin)) {
     if (f !== "pulumi") fs.symlinkSync(path.join(realBin, f), path.join(shimBin, f));
   }
-  fs.writeFileSync(logFile, "");
+  if (!opts.append || !fs.existsSync(logFile)) fs.writeFileSync(logFile, "");
   // One line per process when it starts ("start <command>") and one when it ends ("end <command> <ms>"),
   // written with bash builtins only ($EPOCHREALTIME, printf), so the wrapper spawns nothing itself.
   fs.writeFileSync(path.join(shimBin, "pulumi"), [

@@ -28,6 +28,8 @@ import type { LoadVariant } from "./programLoad";
 
 export interface BenchResult {
   startedAt: string;
+  /** When the run was carried on with --resume after its processes ended. */
+  resumedAt?: string[];
   options: Record<string, unknown>;
   machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; pulumi: string; platform: string };
   floor: { runs: number[]; medianMs: number };

@@ -54,6 +54,8 @@ interface Options {
   out: string;
   keep: boolean;
   timeout: number;
+  /** Carry on a run whose processes ended (e.g. with the session) from its directory. */
+  resume?: string;
 }
 
 async function options(): Promise<Options> {
@@ -72,6 +74,7 @@ async function options(): Promise<Options> {
     .option("out", { type: "string", default: path.join(PROJECT_ROOT, "bench", "results") })
     .option("keep", { type: "boolean", default: false, describe: "leave the lab running and the directory in place" })
     .option("timeout", { type: "number", default: 5400, describe: "seconds allowed for any one stage" })
+    .option("resume", { type: "string", describe: "carry on the run whose --dir this was: restart its lab and a reconciler on their data, and go on with the growth (other options are the run's own)" })
     .check((a) => {
       if (a.burst > a.orders) throw new Error("--burst cannot exceed --orders");
       if (a.events > a.orders) throw new Error("--events cannot exceed --orders");
@@ -82,9 +85,17 @@ async function options(): Promise<Options> {
     orders: argv.orders, workers: argv.workers, burst: argv.burst, events: argv.events, floorRuns: argv["floor-runs"],
     concurrency: argv.concurrency, interval: argv.interval, naiveOrders: argv["naive-orders"],
     refreshInterval: argv["refresh-interval"],
-    dir: argv.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bmw-bench-")), out: argv.out, keep: argv.keep, timeout: argv.timeout,
+    dir: argv.resume ?? argv.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bmw-bench-")), out: argv.out, keep: argv.keep, timeout: argv.timeout,
+    resume: argv.resume,
   };
 }
+
+/** What a run records in its directory so that `--resume` can carry it on. */
+interface RunRecord {
+  jsonFile: string;
+  options: Omit<Options, "resume">;
+}
+const RUN_RECORD = "bench-run.json";
 
 async function until<T>(what: string, timeoutS: number, probe: () => Promise<T | undefined>, everyMs = 2_000): Promise<T> {
   const deadline = Date.now() + timeoutS * 1000;
@@ -306,19 +317,27 @@ async function naiveTick(o: Options, env: NodeJS.ProcessEnv, world: World, shim:
 }
 
 async function main(): Promise<void> {
-  const o = await options();
+  const cli = await options();
+  let record: RunRecord | undefined;
+  if (cli.resume) {
+    const file = path.join(cli.resume, RUN_RECORD);
+    if (!fs.existsSync(file)) throw new Error(`${cli.resume} holds no benchmark run to resume (no ${RUN_RECORD})`);
+    record = JSON.parse(fs.readFileSync(file, "utf8")) as RunRecord;
+  }
+  const o: Options = record ? { ...record.options, dir: cli.dir, keep: cli.keep, timeout: cli.timeout } : cli;
   fs.mkdirSync(o.dir, { recursive: true });
   fs.mkdirSync(o.out, { recursive: true });
   const started = new Date();
   const tc = toolchain();
-  const shim = createPulumiShim(tc, o.dir);
+  const shim = createPulumiShim(tc, o.dir, { append: record !== undefined });
   const shimEnv = { BMW_CACHE_DIR: shim.cacheDir };
-  log(`working in ${o.dir}; ${o.orders} orders × ${o.workers} workers, burst ${o.burst}, ${o.events} events`);
+  log(`${record ? "resuming" : "working"} in ${o.dir}; ${o.orders} orders × ${o.workers} workers, burst ${o.burst}, ${o.events} events`);
 
-  const programLoad = measureProgramLoad(o.dir, 5);
-  log(`program load: ${programLoad.map((v) => `${v.transpiler}${v.compileCache ? "+cache" : ""} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
-  const floor = await measureFloor(o, {});
-  log(`floor: bare one-resource up median ${median(floor).toFixed(0)} ms`);
+  // A resumed run keeps the load and floor figures it measured; they were measured next to its first stages.
+  const programLoad = record ? [] : measureProgramLoad(o.dir, 5);
+  if (!record) log(`program load: ${programLoad.map((v) => `${v.transpiler}${v.compileCache ? "+cache" : ""} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
+  const floor = record ? [] : await measureFloor(o, {});
+  if (!record) log(`floor: bare one-resource up median ${median(floor).toFixed(0)} ms`);
 
   const hosts = Math.ceil(((o.orders * o.workers + o.events + 8) / 3) * 4);
   const lab = await startLab({ dir: path.join(o.dir, "lab"), preset: "fast", hosts });
@@ -337,10 +356,10 @@ async function main(): Promise<void> {
     BMW_LOG_LEVEL: "info",
     ...(o.refreshInterval !== undefined ? { BMW_REFRESH_INTERVAL_MS: String(o.refreshInterval * 1000) } : {}),
   };
-  let rec = new Reconciler(env, o, path.join(o.dir, "reconciler.log"));
-  const stopAtEnd: Reconciler[] = [];
   const stamp = started.toISOString().replace(/[:.]/g, "-");
-  const jsonFile = path.join(o.out, `bench-${stamp}.json`);
+  let rec = new Reconciler(env, o, path.join(o.dir, record ? `reconciler-resumed-${stamp}.log` : "reconciler.log"));
+  const stopAtEnd: Reconciler[] = [];
+  const jsonFile = record?.jsonFile ?? path.join(o.out, `bench-${stamp}.json`);
   // Written after every stage, so an interrupted run still leaves what it measured.
   const save = () => {
     result.pulumiByCommand = shim.byCommand();
@@ -362,7 +381,7 @@ async function main(): Promise<void> {
       void cleanup().finally(() => process.exit(130));
     });
   }
-  const result: BenchResult = {
+  const result: BenchResult = record ? JSON.parse(fs.readFileSync(record.jsonFile, "utf8")) as BenchResult : {
     startedAt: started.toISOString(), options: { ...o, dir: undefined },
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version,
       pulumi: tc.versions.pulumi, platform: `${os.platform()} ${os.release()}` },
@@ -370,29 +389,43 @@ async function main(): Promise<void> {
     programLoad,
     steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0, pulumiByCommand: {},
   };
+  if (record) (result.resumedAt ??= []).push(started.toISOString());
+  const { resume: _resume, ...recorded } = o;
+  fs.writeFileSync(path.join(o.dir, RUN_RECORD), JSON.stringify({ jsonFile, options: recorded } satisfies RunRecord, null, 2));
   try {
-    const idle = await rec.nextPass(0, 300);
-    result.idleRssMiB = rec.rssKiB() / 1024;
-    log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB`);
+    let uids = new Map<string, string>();
+    let have: number;
+    if (record) {
+      // Resumed: the lab and the stacks are as the ended processes left them; a new reconciler carries on.
+      if (!result.events || !result.naive || !result.restart) {
+        throw new Error("a run can be resumed only in its growth, after the events, the naive tick and the restart at the first size");
+      }
+      have = Math.max(o.burst, ...result.steady.map((st) => st.orders));
+      const first = await rec.nextPass(0, o.timeout);
+      log(`resumed with ${(await world.orders()).length} orders; the new reconciler's first pass took ${first.durationMs} ms (${first.ups} ups)`);
+    } else {
+      const idle = await rec.nextPass(0, 300);
+      result.idleRssMiB = rec.rssKiB() / 1024;
+      log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB`);
 
-    // Burst: the first B orders at once, with the CPU of every process under the reconciler sampled.
-    const profile = new CpuProfile(rec.child.pid!);
-    profile.start();
-    const t0 = Date.now();
-    const uids = await world.createOrders(0, o.burst);
-    const created = Date.now();
-    await until(`every BMI of the ${o.burst} burst orders`, o.timeout, async () => {
-      const by = await world.bmisByOrder();
-      const done = [...uids.values()].filter((u) => (by.get(u)?.length ?? 0) >= o.workers).length;
-      return done === o.burst ? true : undefined;
-    }, 3_000);
-    const burstMs = Date.now() - t0;
-    result.burstCpu = profile.stop();
-    result.burst = { orders: o.burst, bmis: o.burst * o.workers, createMs: created - t0, allBmisMs: burstMs, stacksPerMinute: o.burst / (burstMs / 60_000) };
-    save();
-    log(`burst: ${o.burst} orders' BMIs all created in ${(burstMs / 1000).toFixed(0)} s (${result.burst.stacksPerMinute.toFixed(1)} stacks/min)`);
-
-    let have = o.burst;
+      // Burst: the first B orders at once, with the CPU of every process under the reconciler sampled.
+      const profile = new CpuProfile(rec.child.pid!);
+      profile.start();
+      const t0 = Date.now();
+      uids = await world.createOrders(0, o.burst);
+      const created = Date.now();
+      await until(`every BMI of the ${o.burst} burst orders`, o.timeout, async () => {
+        const by = await world.bmisByOrder();
+        const done = [...uids.values()].filter((u) => (by.get(u)?.length ?? 0) >= o.workers).length;
+        return done === o.burst ? true : undefined;
+      }, 3_000);
+      const burstMs = Date.now() - t0;
+      result.burstCpu = profile.stop();
+      result.burst = { orders: o.burst, bmis: o.burst * o.workers, createMs: created - t0, allBmisMs: burstMs, stacksPerMinute: o.burst / (burstMs / 60_000) };
+      save();
+      log(`burst: ${o.burst} orders' BMIs all created in ${(burstMs / 1000).toFixed(0)} s (${result.burst.stacksPerMinute.toFixed(1)} stacks/min)`);
+      have = o.burst;
+    }
     // Naive tick and restart at the first size, so that a long run has them early as well.
     const runNaiveAndRestart = async () => {
       // Naive: the reconciler stops; every stack gets an `up` (after the events settled, so most are no-ops).
@@ -447,6 +480,7 @@ async function main(): Promise<void> {
     // Growth to N orders; one steady interval at each size.
     const sizes = [...new Set([o.burst, Math.round((o.burst + o.orders) / 2), o.orders])].filter((s) => s >= o.burst);
     for (const size of sizes) {
+      if (result.steady.some((st) => st.orders === size)) continue; // measured before a resume
       if (size > have) {
         await world.createOrders(have, size);
         have = size;
