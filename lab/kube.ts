@@ -112,10 +112,14 @@ export class Kube {
     return res as T;
   }
 
-  /** Merge patch of the status subresource (a plain update ignores .status). */
-  async patchStatus<T extends KubeObject>(r: ResourceRef, namespace: string, name: string, status: object): Promise<T> {
+  /**
+   * Merge patch of the status subresource (a plain update ignores .status). With `resourceVersion` the
+   * patch applies only to that version (409 otherwise): for decisions made on a cached, maybe older copy.
+   */
+  async patchStatus<T extends KubeObject>(r: ResourceRef, namespace: string, name: string, status: object, resourceVersion?: string): Promise<T> {
+    const body = resourceVersion ? { metadata: { resourceVersion }, status } : { status };
     const res: unknown = await this.api.patchNamespacedCustomObjectStatus({
-      group: r.group, version: r.version, plural: r.plural, namespace, name, body: { status }, fieldManager: this.fieldManager,
+      group: r.group, version: r.version, plural: r.plural, namespace, name, body, fieldManager: this.fieldManager,
     }, MERGE);
     return res as T;
   }
@@ -164,6 +168,54 @@ export function watchChanges(kc: k8s.KubeConfig, path: string, onChange: () => v
       stopped = true;
       if (retry) clearTimeout(retry);
       ctrl?.abort();
+    },
+  };
+}
+
+/** The objects of one kind, listed once and then kept current by a watch (client-node's ListWatch informer). */
+export interface WatchedCache<T> {
+  /** Resolves once the first list is in (or failed; a failed start is retried after `onError`). */
+  start(): Promise<void>;
+  /** Whether a list has been received since the start. */
+  synced(): boolean;
+  list(): T[];
+  stop(): void;
+}
+
+/**
+ * A cluster-wide cache of `r`. Every add, update and delete calls `onChange`; an ended watch resumes from
+ * its last resourceVersion (a 410 lists again), and an error is reported and retried after a second.
+ */
+export function watchedCache<T extends KubeObject>(kube: Kube, r: ResourceRef, onChange: () => void, onError: (e: unknown) => void): WatchedCache<T> {
+  let listed = false;
+  let failed = false;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  const listFn = async () =>
+    (await kube.api.listClusterCustomObject({ group: r.group, version: r.version, plural: r.plural })) as k8s.KubernetesListObject<k8s.KubernetesObject>;
+  const informer = new k8s.ListWatch<k8s.KubernetesObject>(`/apis/${r.group}/${r.version}/${r.plural}`, new k8s.Watch(kube.kc), listFn, false);
+  // ListWatch.start() resolves once its list is applied and its watch runs, or after reporting an error.
+  const start = async () => {
+    failed = false;
+    await informer.start();
+    if (!failed) listed = true;
+  };
+  informer.on(k8s.CHANGE, () => onChange());
+  informer.on(k8s.ERROR, (err) => {
+    failed = true;
+    if (stopped) return;
+    onError(err);
+    retry = setTimeout(() => void start(), 1_000);
+  });
+  return {
+    start,
+    synced: () => listed,
+    // The watch delivers the objects as the apiserver serialized them: the lab's own JSON shapes.
+    list: () => informer.list() as unknown as T[],
+    stop: () => {
+      stopped = true;
+      if (retry) clearTimeout(retry);
+      void informer.stop();
     },
   };
 }

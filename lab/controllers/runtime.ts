@@ -10,7 +10,7 @@ import * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { BootEvent } from "../fulfillment/labProtos";
 import type { SeedHost } from "../fulfillment/seed";
-import { httpStatus, Kube, RESOURCES, watchChanges, WatchHandle } from "../kube";
+import { httpStatus, Kube, RESOURCES, watchChanges, watchedCache, WatchHandle } from "../kube";
 import { FulfillmentEndpoint, labControlClient } from "../labControl";
 import type { LabTimings } from "../timings";
 import { isBound, nextHostState, S, stateOf, statusFor } from "./assisted/agentStates";
@@ -180,19 +180,36 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
   }
 
   // ---- Agents: the assisted-service host states ----
-  async function reconcileAgentStates(agents: Agent[], now: number): Promise<boolean> {
-    let changed = false;
+  /** Moves each Agent whose state has run its time on; returns the Agents as they are afterwards. */
+  async function reconcileAgentStates(agents: Agent[], now: number): Promise<Agent[]> {
+    const out: Agent[] = [];
     for (const a of agents) {
-      if (a.metadata.deletionTimestamp || !a.status?.debugInfo?.state) continue;
-      const next = nextHostState(a, now - clock(a, now), t);
-      if (!next) continue;
-      await kube.patchStatus(RESOURCES.agent, a.metadata.namespace ?? "", a.metadata.name, statusFor(next, new Date(now).toISOString(), a.status));
+      const next = a.metadata.deletionTimestamp || !a.status?.debugInfo?.state ? undefined : nextHostState(a, now - clock(a, now), t);
+      if (!next) {
+        out.push(a);
+        continue;
+      }
+      const moved = await patchCached(a, statusFor(next, new Date(now).toISOString(), a.status));
+      out.push(moved ?? a);
+      if (!moved) continue; // the cache was behind: decided again once the newer copy arrives
       entered(a, next, now);
       if (next === S.added) stats.installsCompleted++;
       log.info({ agent: `${a.metadata.namespace}/${a.metadata.name}`, from: stateOf(a), to: next }, "agent state");
-      changed = true;
     }
-    return changed;
+    return out;
+  }
+
+  /**
+   * Status patch of an Agent decided on its cached copy: applied only to that version, so a decision on a
+   * copy the watch has not caught up with yet is dropped (undefined) instead of undoing a newer state.
+   */
+  async function patchCached(a: Agent, status: AgentStatus): Promise<Agent | undefined> {
+    try {
+      return await kube.patchStatus<Agent>(RESOURCES.agent, a.metadata.namespace ?? "", a.metadata.name, status, a.metadata.resourceVersion);
+    } catch (e) {
+      if (httpStatus(e) === 409 || httpStatus(e) === 404) return undefined;
+      throw e;
+    }
   }
 
   // ---- NodePools: the CAPI Agent provider ----
@@ -213,7 +230,7 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
       const pool = agents.filter((a) => a.metadata.namespace === agentNs && !held.has(a.metadata.uid ?? ""));
       const plan = planNodePool(np, pool, cdRefs);
       for (const a of plan.install) {
-        await kube.patchStatus(RESOURCES.agent, agentNs, a.metadata.name, statusFor(S.installing, iso, a.status));
+        if (!(await patchCached(a, statusFor(S.installing, iso, a.status)))) continue;
         entered(a, S.installing, now);
         stats.installsStarted++;
         log.info({ agent: `${agentNs}/${a.metadata.name}`, nodePool: `${ns}/${np.metadata.name}` }, "agent installing");
@@ -251,19 +268,16 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
 
   /** One pass; returns when the next timed transition is due (epoch ms), if any. */
   async function pass(): Promise<number | undefined> {
+    // Never decide on a kind not listed yet: an empty NodePool cache would release every installed Agent.
+    if (!Object.values(caches).every((c) => c.synced())) return Date.now() + 1_000;
     stats.passes++;
     const s = await scope();
     const now = Date.now();
     const mine = <T extends { metadata: { namespace?: string } }>(xs: T[]) => xs.filter((x) => inScope(s, x.metadata.namespace));
-    const infraEnvs = mine(await kube.list<InfraEnv>(RESOURCES.infraEnv));
+    const infraEnvs = mine(caches.infraEnv.list());
     for (const ie of infraEnvs) if (!ie.metadata.deletionTimestamp) await reconcileInfraEnv(ie, new Date(now).toISOString());
-    let agents = mine(await kube.list<Agent>(RESOURCES.agent));
-    if (await reconcileAgentStates(agents, now)) agents = mine(await kube.list<Agent>(RESOURCES.agent));
-    const [nodePools, hcs, cds] = await Promise.all([
-      kube.list<NodePool>(RESOURCES.nodePool), kube.list<HostedCluster>(RESOURCES.hostedCluster),
-      kube.list<ClusterDeployment>(RESOURCES.clusterDeployment),
-    ]);
-    await reconcileNodePools(mine(nodePools), mine(hcs), cds, agents, now);
+    const agents = await reconcileAgentStates(mine(caches.agent.list()), now);
+    await reconcileNodePools(mine(caches.nodePool.list()), mine(caches.hostedCluster.list()), caches.clusterDeployment.list(), agents, now);
     let due: number | undefined;
     for (const a of agents) {
       const d = durationOf(stateOf(a));
@@ -274,6 +288,13 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
   }
 
   // ---- the loop ----
+  const onCacheError = (err: unknown) => log.debug({ err: String(err) }, "cache watch failed; listing again");
+  const cacheOf = <T extends Agent | InfraEnv | NodePool | HostedCluster | ClusterDeployment>(r: (typeof RESOURCES)[keyof typeof RESOURCES]) =>
+    watchedCache<T>(kube, r, () => kick(), onCacheError);
+  const caches = {
+    infraEnv: cacheOf<InfraEnv>(RESOURCES.infraEnv), agent: cacheOf<Agent>(RESOURCES.agent), nodePool: cacheOf<NodePool>(RESOURCES.nodePool),
+    hostedCluster: cacheOf<HostedCluster>(RESOURCES.hostedCluster), clusterDeployment: cacheOf<ClusterDeployment>(RESOURCES.clusterDeployment),
+  };
   const resyncMs = cfg.resyncMs ?? 2_000;
   let running = false;
   let dirty = false;
@@ -311,11 +332,10 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
 
   const watches: WatchHandle[] = [];
   const onWatchError = (err: unknown) => log.debug({ err: String(err) }, "watch ended; re-establishing");
-  for (const p of ["/apis/agent-install.openshift.io/v1beta1/agents", "/apis/agent-install.openshift.io/v1beta1/infraenvs",
-    "/apis/hypershift.openshift.io/v1beta1/nodepools", "/apis/hive.openshift.io/v1/clusterdeployments"]) {
-    watches.push(watchChanges(kc, p, kick, onWatchError));
-  }
   if (cfg.namespaceSelector) watches.push(watchChanges(kc, "/api/v1/namespaces", kick, onWatchError));
+  // Every pass is decided on these caches (listed once, then watched) and not on fresh lists of every
+  // kind: at hundreds of orders those lists made the lab the busiest process on the machine.
+  await Promise.all(Object.values(caches).map((c) => c.start()));
 
   // ---- boots: a host booted a BMI's user_data ----
   const processedFile = path.join(cfg.stateDir, "processed-boots.json");
@@ -432,6 +452,7 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
     stop: async () => {
       stopped = true;
       for (const w of watches) w.stop();
+      for (const c of Object.values(caches)) c.stop();
       for (const p of pending.values()) clearTimeout(p);
       if (timer) clearTimeout(timer);
       if (debounce) clearTimeout(debounce);
