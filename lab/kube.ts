@@ -187,13 +187,27 @@ export interface WatchedCache<T> {
  * its last resourceVersion (a 410 lists again), and an error is reported and retried after a second.
  */
 export function watchedCache<T extends KubeObject>(kube: Kube, r: ResourceRef, onChange: () => void, onError: (e: unknown) => void): WatchedCache<T> {
+  const listFn = async () =>
+    (await kube.api.listClusterCustomObject({ group: r.group, version: r.version, plural: r.plural })) as k8s.KubernetesListObject<k8s.KubernetesObject>;
+  return watchedPath<T>(kube.kc, `/apis/${r.group}/${r.version}/${r.plural}`, listFn, onChange, onError);
+}
+
+/** The lab's Secrets, cluster-wide (pull secrets are read for every InfraEnv on every pass). */
+export function watchedSecrets(kube: Kube, onChange: () => void, onError: (e: unknown) => void): WatchedCache<k8s.V1Secret> & { get(namespace: string, name: string): k8s.V1Secret | undefined } {
+  let informer: k8s.ListWatch<k8s.V1Secret> | undefined;
+  const cache = watchedPath<k8s.V1Secret>(kube.kc, "/api/v1/secrets", () => kube.core.listSecretForAllNamespaces(), onChange, onError,
+    (i) => { informer = i as k8s.ListWatch<k8s.V1Secret>; });
+  return { ...cache, get: (namespace, name) => informer?.get(name, namespace) };
+}
+
+function watchedPath<T>(kc: k8s.KubeConfig, path: string, listFn: () => Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+  onChange: () => void, onError: (e: unknown) => void, expose?: (i: k8s.ListWatch<k8s.KubernetesObject>) => void): WatchedCache<T> {
   let listed = false;
   let failed = false;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
-  const listFn = async () =>
-    (await kube.api.listClusterCustomObject({ group: r.group, version: r.version, plural: r.plural })) as k8s.KubernetesListObject<k8s.KubernetesObject>;
-  const informer = new k8s.ListWatch<k8s.KubernetesObject>(`/apis/${r.group}/${r.version}/${r.plural}`, new k8s.Watch(kube.kc), listFn, false);
+  const informer = new k8s.ListWatch<k8s.KubernetesObject>(path, new k8s.Watch(kc), listFn, false);
+  expose?.(informer);
   // ListWatch.start() resolves once its list is applied and its watch runs, or after reporting an error.
   const start = async () => {
     failed = false;

@@ -10,7 +10,7 @@ import * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { BootEvent } from "../fulfillment/labProtos";
 import type { SeedHost } from "../fulfillment/seed";
-import { httpStatus, Kube, RESOURCES, watchChanges, watchedCache, WatchHandle } from "../kube";
+import { httpStatus, Kube, RESOURCES, watchChanges, watchedCache, watchedSecrets, WatchHandle } from "../kube";
 import { FulfillmentEndpoint, labControlClient } from "../labControl";
 import type { LabTimings } from "../timings";
 import { isBound, nextHostState, S, stateOf, statusFor } from "./assisted/agentStates";
@@ -105,14 +105,10 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
   };
   const inScope = (s: Set<string> | undefined, ns: string | undefined) => !s || (ns !== undefined && s.has(ns));
 
-  const readSecret = async (namespace: string, name: string): Promise<k8s.V1Secret | undefined> => {
-    try {
-      return await kube.core.readNamespacedSecret({ namespace, name });
-    } catch (e) {
-      if (httpStatus(e) === 404) return undefined;
-      throw e;
-    }
-  };
+  // Pull secrets come from a watched cache (started with the others below): a GET per InfraEnv per pass
+  // was most of the apiserver's work at a few hundred orders.
+  const secrets = watchedSecrets(kube, () => kick(), (err) => log.debug({ err: String(err) }, "secret watch failed; listing again"));
+  const readSecret = async (namespace: string, name: string): Promise<k8s.V1Secret | undefined> => secrets.get(namespace, name);
 
   // ---- ignition endpoint ----
   let server: AssistedServer | undefined;
@@ -292,6 +288,7 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
   const cacheOf = <T extends Agent | InfraEnv | NodePool | HostedCluster | ClusterDeployment>(r: (typeof RESOURCES)[keyof typeof RESOURCES]) =>
     watchedCache<T>(kube, r, () => kick(), onCacheError);
   const caches = {
+    secrets,
     infraEnv: cacheOf<InfraEnv>(RESOURCES.infraEnv), agent: cacheOf<Agent>(RESOURCES.agent), nodePool: cacheOf<NodePool>(RESOURCES.nodePool),
     hostedCluster: cacheOf<HostedCluster>(RESOURCES.hostedCluster), clusterDeployment: cacheOf<ClusterDeployment>(RESOURCES.clusterDeployment),
   };
