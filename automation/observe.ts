@@ -7,9 +7,9 @@ import { Filter, isTransient, observedBmi, resolveDiskImage } from "../clients/f
 import type { BareMetalInstanceTypeOut, ClusterOut, ClusterVersionOut } from "../clients/fulfillment";
 import { fetchIgnition } from "../clients/ignition";
 import type { ObserveCache } from "./observeCache";
-import type { Kube } from "../clients/kube";
+import type { AgentObject, Kube } from "../clients/kube";
 import {
-  INFRAENV_UID_ANNOTATION, NODE_SET_LABEL, ORDER_LABEL, SYSTEM_CATALOG_ITEM,
+  INFRAENV_AGENT_LABEL, INFRAENV_UID_ANNOTATION, infraEnvName, NODE_SET_LABEL, ORDER_LABEL, SYSTEM_CATALOG_ITEM,
 } from "../planner/names";
 import type {
   ClusterOrder, DiskImageResolution, IgnitionFetch, InstanceTypeInfo, ObservedAgent, ObservedBmi, ObservedInfraEnv,
@@ -162,6 +162,25 @@ async function resolveOrderDiskImage(f: FulfillmentClient, order: ClusterOrder):
 }
 
 /** Reads the order, its hub objects and its BMIs. Throws OrderNotFoundError when the order is gone. */
+// A label value: at most 63 characters, alphanumeric at both ends. No Agent can carry anything else.
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/**
+ * The Agents the planner can consider for this order (planner/correlation.ts `isOurAgent`): those with
+ * the order's InfraEnv label or its order label, listed by label rather than the whole namespace, whose
+ * Agents grow with every order in it (130 Agents, 765 KB per reconcile at 30 orders per namespace).
+ */
+export async function listOrderAgents(kube: Kube, order: ClusterOrder): Promise<AgentObject[]> {
+  const ns = order.metadata.namespace;
+  const selectors = [`${INFRAENV_AGENT_LABEL}=${infraEnvName(order.metadata.name)}`, `${ORDER_LABEL}=${order.metadata.uid}`]
+    .filter((sel) => LABEL_VALUE.test(sel.slice(sel.indexOf("=") + 1)));
+  const byUid = new Map<string, AgentObject>();
+  for (const list of await Promise.all(selectors.map((sel) => kube.listAgents(ns, sel)))) {
+    for (const a of list) byUid.set(a.metadata?.uid ?? `${a.metadata?.namespace}/${a.metadata?.name}`, a);
+  }
+  return [...byUid.values()];
+}
+
 export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new Date()): Promise<Observation> {
   const { kube, fulfillment } = deps;
   const order = await kube.getClusterOrder(ref.namespace, ref.name);
@@ -171,7 +190,7 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
   const hc = order.status?.clusterReference;
   const cdNamespaces = hc ? [`${hc.namespace}-${hc.hostedClusterName}`, hc.namespace] : [ns];
   const [infraEnvs, agents, nodePools, ...cdLists] = await Promise.all([
-    kube.listInfraEnvs(ns), kube.listAgents(ns), kube.listNodePools(ns),
+    kube.listInfraEnvs(ns), listOrderAgents(kube, order), kube.listNodePools(ns),
     ...cdNamespaces.map((n) => kube.listClusterDeployments(n)),
   ]);
   const infraEnv = ownedInfraEnv(infraEnvs, order);

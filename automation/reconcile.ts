@@ -326,7 +326,7 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder)
   }
   failpoint("finalize.afterBmiCleanup"); // fault suite: killed after the leftover BMIs are gone
   // 3. Leftover Agents of our workers (the cascade may not remove them; design §5.3 conflict).
-  for (const agent of await deps.kube.listAgents(ref.namespace)) {
+  for (const agent of await deps.kube.listAgents(ref.namespace, `${ORDER_LABEL}=${order.metadata.uid}`)) {
     const ours = agent.metadata?.labels?.[ORDER_LABEL] === order.metadata.uid;
     if (!ours || !agent.metadata?.name || !agent.metadata.uid || !agent.metadata.resourceVersion) continue;
     void UNBINDING_STATE;

@@ -6,7 +6,8 @@ import * as k8s from "@kubernetes/client-node";
 import {
   ConflictError, ForbiddenError, Kube, loadKubeConfig, NotFoundError, type AgentObject, type NodePoolObject,
 } from "../../clients/kube";
-import { FIELD_MANAGER } from "../../planner/names";
+import { listOrderAgents } from "../../automation/observe";
+import { FIELD_MANAGER, INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { runDir } from "../support/env";
 import { eventually } from "../support/eventually";
@@ -277,5 +278,29 @@ describe("errors and configuration", () => {
       process.env.KUBECONFIG = saved;
     }
     expect(loadKubeConfig().getCurrentCluster()).toBeTruthy();
+  });
+});
+
+describe("the Agents observed for an order", () => {
+  it("are those with its InfraEnv label or its order label, each once; other orders' Agents are not read", async () => {
+    const ns = await createTestNamespace(kc, "kag");
+    const order = await newOrder(ns, "order-a");
+    const other = await newOrder(ns, "order-b");
+    await newAgent(ns, "by-infraenv", { [INFRAENV_AGENT_LABEL]: infraEnvName("order-a") });
+    await newAgent(ns, "by-order", { [ORDER_LABEL]: order.metadata.uid });
+    await newAgent(ns, "by-both", { [INFRAENV_AGENT_LABEL]: infraEnvName("order-a"), [ORDER_LABEL]: order.metadata.uid });
+    // Claimed by another order while carrying our InfraEnv label: listed, and the planner's isOurAgent rejects it.
+    await newAgent(ns, "claimed", { [INFRAENV_AGENT_LABEL]: infraEnvName("order-a"), [ORDER_LABEL]: other.metadata.uid });
+    await newAgent(ns, "other-order", { [INFRAENV_AGENT_LABEL]: infraEnvName("order-b"), [ORDER_LABEL]: other.metadata.uid });
+    await newAgent(ns, "unlabelled");
+    const names = (await listOrderAgents(kube, order)).map((a) => a.metadata.name).sort();
+    expect(names).toEqual(["by-both", "by-infraenv", "by-order", "claimed"]);
+  });
+
+  it("skips a label value no Agent can carry (an InfraEnv name over 63 characters) instead of failing", async () => {
+    const ns = await createTestNamespace(kc, "kag");
+    const long = await newOrder(ns, `o-${"x".repeat(60)}`);
+    await newAgent(ns, "by-order", { [ORDER_LABEL]: long.metadata.uid });
+    expect((await listOrderAgents(kube, long)).map((a) => a.metadata.name)).toEqual(["by-order"]);
   });
 });
