@@ -10,8 +10,8 @@
 //   BMW_FAILPOINT_PGID   the reconciler's process group (automation/run.ts sets it to its own pid)
 //
 // Pulumi starts its plugins in process groups of their own, so killing the reconciler's group alone
-// would leave the language host and the provider host running as orphans: the whole process tree
-// under the reconciler is frozen (SIGSTOP) first, then killed.
+// would leave the language host and the provider host running as orphans: every process under the
+// reconciler (its tree, and anything carrying its BMW_FAILPOINT_PGID) is frozen (SIGSTOP) first, then killed.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -84,23 +84,47 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/** SIGKILLs the reconciler's process group and tree, then this process. Never returns. */
+/**
+ * Every process started under the reconciler, even one whose parent has already died and which was
+ * re-parented out of its tree: each inherits the reconciler's BMW_FAILPOINT_PGID in its environment.
+ */
+function reconcilerProcesses(pgid: number): number[] {
+  const found = new Set(processTree(pgid));
+  const marker = `\0BMW_FAILPOINT_PGID=${pgid}\0`;
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d) || found.has(Number(d))) continue;
+    try {
+      if (`\0${fs.readFileSync(`/proc/${d}/environ`, "latin1")}`.includes(marker)) found.add(Number(d));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return [...found];
+}
+
+/** SIGKILLs the reconciler's process group and every process of it, then this process. Never returns. */
 function die(env: NodeJS.ProcessEnv): never {
   const pgid = Number(env.BMW_FAILPOINT_PGID);
   if (Number.isInteger(pgid) && pgid > 1) {
-    // Freeze first so nothing reacts (or spawns) while the tree is being killed; a second pass catches
-    // a process started between the listing and the freeze.
+    // Freeze first so nothing reacts (or spawns) while the processes are being killed. A process found
+    // in one pass may have started a child before it was frozen, so passes repeat until one finds
+    // nothing new: two fixed passes let a provider host started at that moment live on (CI, 2026-12-04).
     const frozen = new Set<number>();
-    for (let pass = 0; pass < 2; pass++) {
-      for (const pid of processTree(pgid)) {
+    for (let pass = 0; pass < 20; pass++) {
+      let added = 0;
+      for (const pid of reconcilerProcesses(pgid)) {
         if (pid !== process.pid && !frozen.has(pid)) {
           signal(pid, "SIGSTOP");
           frozen.add(pid);
+          added++;
         }
       }
+      if (added === 0) break;
     }
-    signal(-pgid, "SIGKILL");
+    // Each frozen process first, then the group: the group may hold this very process (a failpoint in a
+    // provider host), and killing it first would leave the frozen processes outside the group stopped forever.
     for (const pid of frozen) signal(pid, "SIGKILL");
+    signal(-pgid, "SIGKILL");
   }
   process.kill(process.pid, "SIGKILL");
   // SIGKILL to oneself is delivered before kill() returns; this only satisfies the type checker.

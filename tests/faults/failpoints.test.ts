@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { countHit, failpoint, firedMarker, parseFailpoints } from "../../automation/failpoints";
+import { countHit, failpoint, firedMarker, parseFailpoints, processTree } from "../../automation/failpoints";
 import { PROJECT_ROOT } from "../../automation/toolchain";
 import { eventually } from "../support/eventually";
 
@@ -72,5 +72,40 @@ describe("failpoints", () => {
     await exited;
     await eventually(async () => (pids.every((p) => !alive(p)) ? true : undefined), 10_000, 50);
     expect(fs.existsSync(firedMarker(fpDir, "p.q"))).toBe(true);
+  }, 30_000);
+
+  // The two cases that left a provider host running in CI: the failpoint fires in a process of the
+  // reconciler's own group (killing the group first would kill the firing process before the others), and
+  // a process whose parent already exited, so it is no longer in the reconciler's tree.
+  it("kills a detached process and an orphan re-parented out of the tree when the failpoint fires inside the group", async () => {
+    const fpDir = path.join(dir, "orphan");
+    const pidsFile = path.join(dir, "orphan-pids.json");
+    const fp = JSON.stringify(path.join(PROJECT_ROOT, "automation", "failpoints.ts"));
+    const inGroup = `setTimeout(() => require(${fp}).failpoint("g.h"), 2000); setInterval(() => {}, 1000);`;
+    // middle starts a detached sleeper and exits at once: the sleeper is re-parented away from root.
+    const middle = `const c = require("node:child_process").spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+      require("node:fs").writeFileSync(${JSON.stringify(pidsFile + ".orphan")}, String(c.pid)); c.unref(); process.exit(0);`;
+    const root = `const { spawn } = require("node:child_process");
+      process.env.BMW_FAILPOINT_PGID = String(process.pid);
+      const g = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", "-e", ${JSON.stringify(inGroup)}], { stdio: "ignore" });
+      const d = spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
+      spawn(process.execPath, ["-e", ${JSON.stringify(middle)}], { stdio: "ignore" });
+      require("node:fs").writeFileSync(${JSON.stringify(pidsFile)}, JSON.stringify([process.pid, g.pid, d.pid]));
+      setInterval(() => {}, 1000);`;
+    const child: ChildProcess = spawn(process.execPath, ["-e", root], {
+      cwd: PROJECT_ROOT, detached: true, stdio: "ignore",
+      env: { ...process.env, BMW_FAILPOINTS: "g.h", BMW_FAILPOINT_DIR: fpDir },
+    });
+    const exited = new Promise<void>((r) => child.on("exit", () => r()));
+    const pids = await eventually(async () => {
+      if (!fs.existsSync(pidsFile) || !fs.existsSync(pidsFile + ".orphan")) return undefined;
+      return [...(JSON.parse(fs.readFileSync(pidsFile, "utf8")) as number[]), Number(fs.readFileSync(pidsFile + ".orphan", "utf8"))];
+    }, 20_000, 50);
+    expect(pids.every(alive)).toBe(true);
+    const orphan = pids[3];
+    expect(processTree(pids[0])).not.toContain(orphan);
+    await exited;
+    await eventually(async () => (pids.every((p) => !alive(p)) ? true : undefined), 10_000, 50);
+    expect(fs.existsSync(firedMarker(fpDir, "g.h"))).toBe(true);
   }, 30_000);
 });
