@@ -13,6 +13,7 @@ import { ObserveCache } from "./observeCache";
 import { reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner } from "./reconcile";
 import { connectionOptions } from "../providers/bareMetalInstanceOps";
 import { programSettings, type ProgramSettings } from "./settings";
+import type { Slots } from "./slots";
 import { type HistoryEntry, isLockedError, type PreviewResult, StackManager } from "./stacks";
 
 export interface AppOptions {
@@ -24,6 +25,8 @@ export interface AppOptions {
   onOutput?: (chunk: string) => void;
   /** Told about every fulfillment-service call attempt ("BareMetalInstances/List", "OK"): the reconciler's metrics. */
   onFulfillmentCall?: (method: string, code: string) => void;
+  /** Bounds the pulumi runs (update, destroy, recovery) of this process: the loop's `--concurrency`. */
+  updateSlots?: Slots;
 }
 
 /** Refusals are user errors (exit code 2), not failures. */
@@ -103,11 +106,13 @@ export class App {
   readonly stateDir: string;
   private readonly env: NodeJS.ProcessEnv;
   private readonly onOutput?: (chunk: string) => void;
+  private readonly updateSlots?: Slots;
 
   constructor(opts: AppOptions = {}) {
     const env = opts.env ?? process.env;
     this.env = env;
     this.onOutput = opts.onOutput;
+    this.updateSlots = opts.updateSlots;
     this.settings = programSettings(env);
     this.config = plannerConfigFromEnv(env);
     this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
@@ -132,15 +137,17 @@ export class App {
   runner(): StackRunner {
     const stacks = this.stacks;
     const onOutput = this.onOutput;
+    const slots = this.updateSlots;
+    const inSlot = <T>(fn: () => Promise<T>) => (slots ? slots.run(fn) : fn());
     return {
-      async up(ref, o) {
+      up: (ref, o) => inSlot(async () => {
         await stacks.recover(ref);
         return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh });
-      },
-      async destroy(ref) {
+      }),
+      destroy: (ref) => inSlot(async () => {
         await stacks.recover(ref);
         await stacks.destroy(ref, { message: "destroy: the ClusterOrder is being deleted", onOutput });
-      },
+      }),
       async removeStack(ref) {
         await stacks.removeStack(ref);
       },

@@ -57,7 +57,9 @@ export function buildCli(args: string[]) {
       (y) => y
         .option("namespace", { type: "string", array: true, describe: "only ClusterOrders of these namespaces" })
         .option("interval", { type: "number", default: 60, describe: "seconds between timer ticks" })
-        .option("concurrency", { type: "number", default: 4, describe: "stacks updated in parallel" })
+        .option("concurrency", { type: "number", default: 4, describe: "stacks updated in parallel (pulumi runs)" })
+        .option("reconcile-concurrency", { type: "number",
+          describe: "orders observed and planned in parallel (default 16); at most --concurrency of them run pulumi at once" })
         .option("health-port", { type: "number", default: 8080, describe: "port of /metrics, /healthz, /readyz (loopback unless --health-host)" })
         .option("health-host", { type: "string", default: "127.0.0.1" })
         .option("lease-namespace", { type: "string", default: "bmw-system", describe: "namespace of the leader-election Lease" })
@@ -65,7 +67,7 @@ export function buildCli(args: string[]) {
       async (argv) => {
         const { runLoop } = await import("./run");
         await runLoop({ ...appOptions(argv), onOutput: undefined, namespaces: argv.namespace ?? [], intervalMs: argv.interval * 1000,
-          concurrency: argv.concurrency, healthPort: argv["health-port"], healthHost: argv["health-host"],
+          concurrency: argv.concurrency, reconcileConcurrency: argv["reconcile-concurrency"], healthPort: argv["health-port"], healthHost: argv["health-host"],
           leaseNamespace: argv["lease-namespace"], identity: argv.identity });
       })
     .command("reconcile <order>", "reconcile one ClusterOrder once (observe, plan, pulumi up if needed, report)",

@@ -45,6 +45,9 @@ export class ReconcilerMetrics {
   readonly skippedByFingerprint: Counter;
   readonly fulfillmentCalls: Counter<"method" | "code">;
   readonly passDuration: Gauge;
+  readonly updateSlots: Gauge<"state">;
+  /** Read when /metrics is scraped: the loop's pulumi slots (running, waiting). */
+  private slots?: { inUse: number; waiting: number };
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -86,6 +89,16 @@ export class ReconcilerMetrics {
     this.passDuration = new Gauge({
       name: "bmw_loop_pass_duration_seconds",
       help: "Duration of the last full pass: from a timer tick until every ClusterOrder it listed was reconciled once.", registers,
+    });
+    const metrics = this;
+    this.updateSlots = new Gauge({
+      name: "bmw_pulumi_update_slots", help: "Stack updates running (state=running) and waiting for one of the --concurrency slots (state=waiting).",
+      labelNames: ["state"], registers,
+      collect() {
+        if (!metrics.slots) return;
+        this.set({ state: "running" }, metrics.slots.inUse);
+        this.set({ state: "waiting" }, metrics.slots.waiting);
+      },
     });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });
   }
@@ -130,6 +143,10 @@ export class ReconcilerMetrics {
   /** `code` is the gRPC status name ("OK", "UNAVAILABLE", ...), a bounded set. */
   countFulfillmentCall(method: string, code: string): void {
     this.fulfillmentCalls.inc({ method, code });
+  }
+
+  watchUpdateSlots(slots: { inUse: number; waiting: number }): void {
+    this.slots = slots;
   }
 
   /** Running totals of the loop's work, for per-pass figures in the log. */

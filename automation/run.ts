@@ -8,12 +8,18 @@ import { defaultIdentity, LeaderElector } from "./leader";
 import { createLogger } from "./logger";
 import { ReconcileLoop } from "./loop";
 import { ReconcilerMetrics, type OrderWorkerCounts } from "./metrics";
+import { Slots } from "./slots";
 import { loadKubeConfig } from "../clients/kube";
+
+export const DEFAULT_RECONCILE_CONCURRENCY = 16;
 
 export interface RunOptions extends AppOptions {
   namespaces: string[];
   intervalMs: number;
+  /** Stacks updated at once (pulumi runs). */
   concurrency: number;
+  /** Orders reconciled at once (observation, planning, status); at least `concurrency`. Default 16. */
+  reconcileConcurrency?: number;
   healthPort: number;
   healthHost: string;
   leaseNamespace: string;
@@ -26,7 +32,9 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   process.env.BMW_FAILPOINT_PGID = String(process.pid); // fault suite: started detached, so our pid is our process group
   const log = createLogger({ name: "reconciler" });
   const metrics = new ReconcilerMetrics();
-  const app = await createApp({ ...opts, onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
+  const updateSlots = new Slots(opts.concurrency);
+  metrics.watchUpdateSlots(updateSlots);
+  const app = await createApp({ ...opts, updateSlots, onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
   const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
@@ -40,7 +48,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     kube: app.kube,
     namespaces: opts.namespaces,
     intervalMs: opts.intervalMs,
-    concurrency: opts.concurrency,
+    concurrency: Math.max(opts.reconcileConcurrency ?? DEFAULT_RECONCILE_CONCURRENCY, opts.concurrency),
     isLeader: () => elector.isLeader(),
     log: (level, msg, fields) => log[level](fields ?? {}, msg),
     onTick: () => {

@@ -3,6 +3,7 @@
 import type { Kube } from "../../clients/kube";
 import type { OrderRef } from "../../automation/observe";
 import { ReconcileLoop } from "../../automation/loop";
+import { Slots } from "../../automation/slots";
 import type { ReconcileResult } from "../../automation/reconcile";
 import type { ClusterOrder } from "../../planner/types";
 
@@ -100,6 +101,41 @@ describe("ReconcileLoop", () => {
     await loop.start();
     await sleep(400);
     expect(peak).toBe(2);
+  });
+
+  // runLoop's split: many reconciles at once, few pulumi runs. Long updates must not hold back the pass
+  // over unchanged orders (the old loop ran both in the same 4 slots), nor may more updates run than slots.
+  it("reconciles unchanged orders while the updates hold every pulumi slot, and never runs more updates than slots", async () => {
+    const slots = new Slots(2);
+    let updating = 0;
+    let peakUpdating = 0;
+    let updatesEnded = 0;
+    const skippedEnds: number[] = [];
+    const { kube } = fakeKube([order("s", "up1"), order("s", "up2"), order("s", "up3"), ...Array.from({ length: 30 }, (_, i) => order("s", `o${i}`))]);
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 10_000, concurrency: 8,
+      reconcile: async (ref) => {
+        await sleep(20); // observation and planning
+        if (!ref.name.startsWith("up")) {
+          skippedEnds.push(Date.now());
+          return { action: "skipped" };
+        }
+        await slots.run(async () => {
+          peakUpdating = Math.max(peakUpdating, ++updating);
+          await sleep(250);
+          updating--;
+        });
+        updatesEnded = Math.max(updatesEnded, Date.now());
+        return { action: "up" };
+      },
+    });
+    await loop.start();
+    await sleep(1000);
+    expect(skippedEnds).toHaveLength(30);
+    expect(peakUpdating).toBe(2);
+    // The third update waited for a slot (two rounds of 250 ms); meanwhile the other reconcilers went through
+    // all 30 unchanged orders (30 × 20 ms, 5 at a time, ~120 ms), long before the first updates ended.
+    expect(Math.max(...skippedEnds)).toBeLessThan(updatesEnded - 250);
   });
 
   it("reports a pass once every order of a tick was reconciled after it, and warns when a tick overruns a pass", async () => {
