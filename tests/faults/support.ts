@@ -62,6 +62,16 @@ export function processIdentity(pid: number): string | undefined {
   }
 }
 
+/** A process's state letter from /proc (R, S, T stopped, D, ...), for messages. */
+export function processState(pid: number): string {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+  } catch {
+    return "?";
+  }
+}
+
 /** The command line of a process, for messages ("" once it is gone). */
 export function commandLine(pid: number): string {
   try {
