@@ -24,6 +24,8 @@ export type UpResult = "succeeded" | "failed";
 export interface MetricsOptions {
   /** Add Node.js process metrics (prefixed bmw_process_/bmw_nodejs_). Default true. */
   defaultMetrics?: boolean;
+  /** The loop's pulumi slots, read when /metrics is scraped. */
+  updateSlots?: { inUse: number; waiting: number };
 }
 
 // Provisioning spans minutes to an hour (BMI boot + discovery + install); correlation seconds to minutes.
@@ -46,8 +48,6 @@ export class ReconcilerMetrics {
   readonly fulfillmentCalls: Counter<"method" | "code">;
   readonly passDuration: Gauge;
   readonly updateSlots: Gauge<"state">;
-  /** Read when /metrics is scraped: the loop's pulumi slots (running, waiting). */
-  private slots?: { inUse: number; waiting: number };
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -90,14 +90,14 @@ export class ReconcilerMetrics {
       name: "bmw_loop_pass_duration_seconds",
       help: "Duration of the last full pass: from a timer tick until every ClusterOrder it listed was reconciled once.", registers,
     });
-    const metrics = this;
+    const slots = opts.updateSlots;
     this.updateSlots = new Gauge({
       name: "bmw_pulumi_update_slots", help: "Stack updates running (state=running) and waiting for one of the --concurrency slots (state=waiting).",
       labelNames: ["state"], registers,
       collect() {
-        if (!metrics.slots) return;
-        this.set({ state: "running" }, metrics.slots.inUse);
-        this.set({ state: "waiting" }, metrics.slots.waiting);
+        if (!slots) return;
+        this.set({ state: "running" }, slots.inUse);
+        this.set({ state: "waiting" }, slots.waiting);
       },
     });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });
@@ -143,10 +143,6 @@ export class ReconcilerMetrics {
   /** `code` is the gRPC status name ("OK", "UNAVAILABLE", ...), a bounded set. */
   countFulfillmentCall(method: string, code: string): void {
     this.fulfillmentCalls.inc({ method, code });
-  }
-
-  watchUpdateSlots(slots: { inUse: number; waiting: number }): void {
-    this.slots = slots;
   }
 
   /** Running totals of the loop's work, for per-pass figures in the log. */

@@ -31,9 +31,8 @@ export interface RunOptions extends AppOptions {
 export async function runLoop(opts: RunOptions): Promise<void> {
   process.env.BMW_FAILPOINT_PGID = String(process.pid); // fault suite: started detached, so our pid is our process group
   const log = createLogger({ name: "reconciler" });
-  const metrics = new ReconcilerMetrics();
   const updateSlots = new Slots(opts.concurrency);
-  metrics.watchUpdateSlots(updateSlots);
+  const metrics = new ReconcilerMetrics({ updateSlots });
   const app = await createApp({ ...opts, updateSlots, onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));

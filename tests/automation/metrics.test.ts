@@ -82,6 +82,14 @@ describe("ReconcilerMetrics", () => {
     expect(text).toMatch(/^bmw_process_cpu_user_seconds_total /m);
     expect(text).not.toMatch(/^osac_\w+\{[^}]*\b(?!tenant|worker_type|le)\w+=/m);
   });
+
+  it("reports the pulumi slots as they are when scraped", async () => {
+    const slots = { inUse: 2, waiting: 5 };
+    const m = new ReconcilerMetrics({ defaultMetrics: false, updateSlots: slots });
+    expect(await m.render()).toContain('bmw_pulumi_update_slots{state="waiting"} 5');
+    slots.inUse = 4;
+    expect(await m.render()).toContain('bmw_pulumi_update_slots{state="running"} 4');
+  });
 });
 
 describe("health server", () => {

@@ -8,16 +8,18 @@ import * as path from "node:path";
 import { countHit, failpoint, firedMarker, parseFailpoints, processTree } from "../../automation/failpoints";
 import { PROJECT_ROOT } from "../../automation/toolchain";
 import { eventually } from "../support/eventually";
+import { processState } from "./support";
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
-};
+const alive = (pid: number) => !["Z", "?"].includes(processState(pid));
+
+/** Starts `root` (a `node -e` script) detached, as the reconciler is, armed with `point`; resolves when it exits. */
+function startArmed(root: string, point: string, fpDir: string): Promise<void> {
+  const child: ChildProcess = spawn(process.execPath, ["-e", root], {
+    cwd: PROJECT_ROOT, detached: true, stdio: "ignore",
+    env: { ...process.env, BMW_FAILPOINTS: point, BMW_FAILPOINT_DIR: fpDir },
+  });
+  return new Promise<void>((r) => child.on("exit", () => r()));
+}
 
 describe("failpoints", () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-fp-"));
@@ -62,11 +64,7 @@ describe("failpoints", () => {
       const s = spawn("sleep", ["60"], { stdio: "ignore" });
       require("node:fs").writeFileSync(${JSON.stringify(pidsFile)}, JSON.stringify([process.pid, c.pid, s.pid]));
       setInterval(() => {}, 1000);`;
-    const child: ChildProcess = spawn(process.execPath, ["-e", root], {
-      cwd: PROJECT_ROOT, detached: true, stdio: "ignore",
-      env: { ...process.env, BMW_FAILPOINTS: "p.q", BMW_FAILPOINT_DIR: fpDir },
-    });
-    const exited = new Promise<void>((r) => child.on("exit", () => r()));
+    const exited = startArmed(root, "p.q", fpDir);
     const pids = await eventually(async () => (fs.existsSync(pidsFile) ? (JSON.parse(fs.readFileSync(pidsFile, "utf8")) as number[]) : undefined), 20_000, 50);
     expect(pids.every(alive)).toBe(true);
     await exited;
@@ -92,11 +90,7 @@ describe("failpoints", () => {
       spawn(process.execPath, ["-e", ${JSON.stringify(middle)}], { stdio: "ignore" });
       require("node:fs").writeFileSync(${JSON.stringify(pidsFile)}, JSON.stringify([process.pid, g.pid, d.pid]));
       setInterval(() => {}, 1000);`;
-    const child: ChildProcess = spawn(process.execPath, ["-e", root], {
-      cwd: PROJECT_ROOT, detached: true, stdio: "ignore",
-      env: { ...process.env, BMW_FAILPOINTS: "g.h", BMW_FAILPOINT_DIR: fpDir },
-    });
-    const exited = new Promise<void>((r) => child.on("exit", () => r()));
+    const exited = startArmed(root, "g.h", fpDir);
     const pids = await eventually(async () => {
       if (!fs.existsSync(pidsFile) || !fs.existsSync(pidsFile + ".orphan")) return undefined;
       return [...(JSON.parse(fs.readFileSync(pidsFile, "utf8")) as number[]), Number(fs.readFileSync(pidsFile + ".orphan", "utf8"))];

@@ -52,23 +52,22 @@ export function emptyRecord(lane: string, step: string): StepRecord {
  * may name someone else's process now. Undefined when the process is gone or a zombie.
  */
 export function processIdentity(pid: number): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (rest[0] === "Z") return undefined;
-    return `${pid}:${rest[19]}`;
-  } catch {
-    return undefined;
-  }
+  const f = statFields(pid);
+  return f && f[0] !== "Z" ? `${pid}:${f[19]}` : undefined;
 }
 
-/** A process's state letter from /proc (R, S, T stopped, D, ...), for messages. */
+/** A process's state letter from /proc (R, S, T stopped, D, Z, ...), or "?" once it is gone. */
 export function processState(pid: number): string {
+  return statFields(pid)?.[0] ?? "?";
+}
+
+/** The fields of /proc/<pid>/stat after the command name (state first), or undefined once it is gone. */
+function statFields(pid: number): string[] | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
-    return "?";
+    return undefined;
   }
 }
 
