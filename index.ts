@@ -13,6 +13,7 @@ import { observe, parseOrderRef } from "./automation/observe";
 import { programSettings } from "./automation/settings";
 import { desiredSetOf, writeFence } from "./automation/status";
 import { fingerprint, plan as makePlan, plannerConfigFromEnv } from "./planner";
+import { REASON_HOST_SAFETY_REFUSED } from "./planner/hostSafety";
 import { withPin } from "./planner/pin";
 
 export = async () => {
@@ -32,6 +33,10 @@ export = async () => {
       // Declaring from an unknown BMI list could delete or duplicate workers: change nothing instead.
       throw new Error(`the fulfillment-service could not be read (${fulfillmentError}); ` +
         "nothing is created or deleted until its BareMetalInstances can be listed");
+    }
+    if (plan.paused?.reason === REASON_HOST_SAFETY_REFUSED) {
+      // The loop runs no update on this plan; a preview or a manual `up` must not either.
+      throw new Error(plan.paused.message);
     }
     const unidentified = plan.workers.filter((w) => w.retainBinding && !w.binding).map((w) => w.slot);
     if (unidentified.length > 0) {
@@ -56,6 +61,7 @@ export = async () => {
     new ClusterWorkers(ref.name, {
       plan: { ...plan, workers },
       namespace: ref.namespace,
+      orderName: ref.name,
       orderUid: snapshot.order.metadata.uid,
       fulfillment: settings.fulfillment,
       kubeconfigPath: settings.kubeconfigPath,

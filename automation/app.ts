@@ -7,14 +7,17 @@ import * as path from "node:path";
 import { FulfillmentClient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
 import { plannerConfigFromEnv } from "../planner";
-import type { PlannerConfig, WorkerStatus } from "../planner/types";
+import { COND_UPDATE_FAILED } from "../planner/conditions";
+import type { Condition, PlannerConfig, WorkerStatus } from "../planner/types";
 import type { OrderRef } from "./observe";
 import { ObserveCache } from "./observeCache";
-import { reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner } from "./reconcile";
+import {
+  reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
+} from "./reconcile";
 import { connectionOptions } from "../providers/bareMetalInstanceOps";
 import { programSettings, type ProgramSettings } from "./settings";
 import type { Slots } from "./slots";
-import { type HistoryEntry, isLockedError, type PreviewResult, StackManager } from "./stacks";
+import { type HistoryEntry, isLockedError, missingUpdateMessage, type PreviewResult, StackManager } from "./stacks";
 
 export interface AppOptions {
   stateDir?: string;
@@ -27,6 +30,8 @@ export interface AppOptions {
   onFulfillmentCall?: (method: string, code: string) => void;
   /** Bounds the pulumi runs (update, destroy, recovery) of this process: the loop's `--concurrency`. */
   updateSlots?: Slots;
+  /** Receives workers' provisioning and Agent-correlation durations (the loop's metrics). */
+  durations?: WorkerDurations;
 }
 
 /** Refusals are user errors (exit code 2), not failures. */
@@ -93,6 +98,27 @@ export function statusRows(order: string, workers: WorkerStatus[]): StatusRow[] 
   }));
 }
 
+/** A failing stack update of an order, as its UpdateFailed condition says. */
+export interface UpdateFailureRow {
+  order: string;
+  /** lastTransitionTime: since when updates of the order fail. */
+  since?: string;
+  reason: string;
+  /** Which update failed and why (secret-free). */
+  message: string;
+}
+
+export interface StatusReport {
+  workers: StatusRow[];
+  /** Orders whose last update failed (UpdateFailed=True). */
+  updateFailures: UpdateFailureRow[];
+}
+
+export function updateFailureRows(order: string, conditions: Condition[] | undefined): UpdateFailureRow[] {
+  const c = (conditions ?? []).find((x) => x.type === COND_UPDATE_FAILED && x.status === "True");
+  return c ? [{ order, since: c.lastTransitionTime, reason: c.reason, message: c.message }] : [];
+}
+
 export class App {
   readonly kube: Kube;
   readonly fulfillment: FulfillmentClient;
@@ -107,12 +133,14 @@ export class App {
   private readonly env: NodeJS.ProcessEnv;
   private readonly onOutput?: (chunk: string) => void;
   private readonly updateSlots?: Slots;
+  private readonly durations?: WorkerDurations;
 
   constructor(opts: AppOptions = {}) {
     const env = opts.env ?? process.env;
     this.env = env;
     this.onOutput = opts.onOutput;
     this.updateSlots = opts.updateSlots;
+    this.durations = opts.durations;
     this.settings = programSettings(env);
     this.config = plannerConfigFromEnv(env);
     this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
@@ -168,7 +196,7 @@ export class App {
       ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory, observeCache: this.observeCache,
       refreshIntervalMs: Number(this.env.BMW_REFRESH_INTERVAL_MS ?? 3_600_000),
       progressReportMs: Number(this.env.BMW_PROGRESS_REPORT_MS ?? 10_000),
-      bmiDeleteTimeoutMs: Number(this.env.BMW_BMI_DELETE_TIMEOUT_MS ?? 600_000),
+      durations: this.durations,
     };
   }
 
@@ -183,9 +211,13 @@ export class App {
     return this.stacks.preview(ref);
   }
 
-  async status(ref?: OrderRef): Promise<StatusRow[]> {
+  async status(ref?: OrderRef): Promise<StatusReport> {
     const orders = ref ? [await this.mustExist(ref)] : await this.kube.listClusterOrders();
-    return orders.flatMap((o) => statusRows(`${o.metadata.namespace}/${o.metadata.name}`, o.status?.workers ?? []));
+    const name = (o: (typeof orders)[number]) => `${o.metadata.namespace}/${o.metadata.name}`;
+    return {
+      workers: orders.flatMap((o) => statusRows(name(o), o.status?.workers ?? [])),
+      updateFailures: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions)),
+    };
   }
 
   async history(ref: OrderRef): Promise<HistoryEntry[]> {
@@ -196,7 +228,7 @@ export class App {
   async rollback(ref: OrderRef, update: number, progress: (m: string) => void = () => undefined): Promise<{ pin: Record<string, number>; result: ReconcileResult }> {
     const entries = await this.history(ref);
     const entry = entries.find((e) => e.number === update);
-    if (!entry) throw new RefusedError(`update ${update} does not exist (the stack has updates 1..${entries.length})`);
+    if (!entry) throw new RefusedError(missingUpdateMessage(update, entries));
     if (entry.kind !== "update") throw new RefusedError(`update ${update} is a ${entry.kind}, not an update: nothing to restore`);
     const pin = parseDesired(entry.message);
     if (!pin) throw new RefusedError(`update ${update} carries no recorded desired worker set (message: '${entry.message}')`);

@@ -3,7 +3,7 @@
 import yargs, { type Argv } from "yargs";
 import { hideBin } from "yargs/helpers";
 import { parseOrderRef } from "./observe";
-import type { AppOptions } from "./app";
+import type { AppOptions, StatusReport } from "./app";
 
 interface CommonArgs {
   "state-dir"?: string;
@@ -87,11 +87,11 @@ export function buildCli(args: string[]) {
         if (argv.output === "json") console.log(JSON.stringify(p.changeSummary));
         else process.stdout.write(p.stdout);
       }))
-    .command("status [order]", "table of workers: phase, attempts, next retry", (y) => y.positional("order", { type: "string" }),
+    .command("status [order]", "table of workers (phase, attempts, next retry) and failing stack updates", (y) => y.positional("order", { type: "string" }),
       (argv) => withApp(argv, async (app) => {
-        const rows = await app.status(argv.order ? parseOrderRef(argv.order) : undefined);
-        if (argv.output === "json") console.log(JSON.stringify(rows));
-        else console.log(formatTable(rows.map((r) => ({ ...r }))));
+        const report = await app.status(argv.order ? parseOrderRef(argv.order) : undefined);
+        if (argv.output === "json") console.log(JSON.stringify(report));
+        else console.log(formatStatus(report));
       }))
     .command("history <order>", "the stack's updates with our one-line summary of each", (y) => orderArg(y),
       (argv) => withApp(argv, async (app) => {
@@ -130,6 +130,15 @@ export function buildCli(args: string[]) {
       process.exit(2);
     })
     .help();
+}
+
+/** The workers table, then the orders whose stack updates fail: since when, why, which update. */
+export function formatStatus(report: StatusReport): string {
+  const out = [formatTable(report.workers.map((r) => ({ ...r })))];
+  if (report.updateFailures.length > 0) {
+    out.push("", "UPDATE FAILED", formatTable(report.updateFailures.map((f) => ({ order: f.order, since: f.since, reason: f.reason, message: f.message }))));
+  }
+  return out.join("\n");
 }
 
 export function formatTable(rows: Record<string, unknown>[]): string {

@@ -87,6 +87,18 @@ export class LeaderElector {
     return this.observed?.holder ?? "";
   }
 
+  /**
+   * Whether the leader `identity` certainly acts no more, so that what it left behind (a stack lock) may be
+   * recovered: the Lease as last observed names another holder or none (it changes hands only after the
+   * previous holder's lease expired or it released it), or still names `identity` but has not been renewed
+   * for a lease duration on our clock. Never true for ourselves, nor before the Lease was observed.
+   */
+  isHolderGone(identity: string): boolean {
+    const o = this.observed;
+    if (!o || identity === "" || identity === this.opts.identity) return false;
+    return o.holder !== identity || this.expired(this.now());
+  }
+
   /** The last attempt reached the API server (conflicts count as reachable). */
   healthy(): boolean {
     return this.reachable;

@@ -7,8 +7,17 @@
 //    including one held by a live process, so we never call it. Instead each lock file is judged on
 //    its own: stale when its host is ours and its pid is gone (or now belongs to a process that is
 //    not pulumi, i.e. the pid was reused), or when it is older than a bound (a lock of another host
-//    whose liveness we cannot check), or when the caller knows that host is gone. Only those files
-//    are deleted.
+//    whose liveness we cannot check), or when the caller knows that host is gone, or when the
+//    process that took it ran for a leader that no longer holds the Lease. Only those files are
+//    deleted.
+//
+//    Pulumi's lock file cannot carry our leader identity, so whoever starts a pulumi process while
+//    leading writes a holder record beside the state, <state>/.bmw/lock-holders/<hostname>--<pid>.json
+//    = {identity, stack, startedAt}, keyed by the host and pid the lock file names, and removes it
+//    when the process exits. A lock of another host whose holder record names a leader that has lost
+//    the Lease (it changed hands, which happens only after that leader's lease expired or it
+//    released it) is recovered at once instead of after the age bound. A lock without a record
+//    (an admin's CLI run) never is.
 //
 // 2. Pending operations. Before each provider call the engine records a pending operation in the
 //    checkpoint; a kill leaves them behind. Pending updates and deletes are harmless (the next `up`
@@ -30,6 +39,17 @@ export interface DiyLock {
   username: string;
   hostname: string;
   timestamp: Date;
+  /** Leader identity of the process that took the lock, from its holder record (see the header). */
+  holder?: string;
+}
+
+/** Who started a pulumi process: the Lease identity it acted for. */
+export interface LockHolder {
+  identity: string;
+  hostname: string;
+  pid: number;
+  stack: string;
+  startedAt: Date;
 }
 
 export interface LockAssessment {
@@ -48,9 +68,58 @@ export interface StaleLockPolicy {
   isPulumiAlive?: (pid: number) => boolean;
   /** Optional knowledge about other hosts (e.g. "no pod of that name exists"). */
   isHostGone?: (hostname: string) => boolean;
+  /**
+   * Whether the leader `identity` certainly no longer runs anything: it lost the Lease (LeaderElector.isHolderGone).
+   * Must be false whenever that leader's Lease may still be live.
+   */
+  isHolderGone?: (identity: string) => boolean;
 }
 
 export const DEFAULT_MAX_LOCK_AGE_MS = 2 * 60 * 60 * 1000;
+
+/**
+ * A holder record matches a lock only when the lock was taken after the process started, and soon after: a
+ * later process that reuses the pid (a restarted container) is not mistaken for the recorded one.
+ */
+const HOLDER_MATCH_WINDOW_MS = 10 * 60 * 1000;
+/** Both times come from the same host's clock; this only absorbs the lock file's second rounding. */
+const HOLDER_CLOCK_SLACK_MS = 2000;
+
+export function lockHolderDir(stateDir: string): string {
+  return path.join(stateDir, ".bmw", "lock-holders");
+}
+
+function holderFile(stateDir: string, hostname: string, pid: number): string {
+  return path.join(lockHolderDir(stateDir), `${hostname.replace(/[^A-Za-z0-9._-]/g, "_")}--${pid}.json`);
+}
+
+/** Records that `holder.pid` on `holder.hostname` acts for the leader `holder.identity` (atomic write). */
+export function recordLockHolder(stateDir: string, holder: LockHolder): void {
+  const file = holderFile(stateDir, holder.hostname, holder.pid);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify({ ...holder, startedAt: holder.startedAt.toISOString() }));
+  fs.renameSync(tmp, file);
+}
+
+export function forgetLockHolder(stateDir: string, hostname: string, pid: number): void {
+  fs.rmSync(holderFile(stateDir, hostname, pid), { force: true });
+}
+
+/** The leader identity recorded for the process that took `lock` on `stack`, if any. */
+export function lockHolderOf(stateDir: string, stack: string, lock: Pick<DiyLock, "hostname" | "pid" | "timestamp">): string | undefined {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(fs.readFileSync(holderFile(stateDir, lock.hostname, lock.pid), "utf8")) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (typeof o.identity !== "string" || o.identity === "" || o.stack !== stack || o.hostname !== lock.hostname || o.pid !== lock.pid) return undefined;
+  const started = new Date(typeof o.startedAt === "string" ? o.startedAt : NaN).getTime();
+  const lockedAt = lock.timestamp.getTime();
+  if (!Number.isFinite(started) || lockedAt < started - HOLDER_CLOCK_SLACK_MS || lockedAt - started > HOLDER_MATCH_WINDOW_MS) return undefined;
+  return o.identity;
+}
 
 /** The state directory of a file:// backend URL, or undefined for any other backend. */
 export function stateDirOf(backendUrl: string): string | undefined {
@@ -78,13 +147,15 @@ export function readLocks(stateDir: string, project: string, stack: string): Diy
     try {
       const raw: unknown = JSON.parse(fs.readFileSync(file, "utf8"));
       const o = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
-      locks.push({
+      const lock: DiyLock = {
         file,
         pid: typeof o.pid === "number" ? o.pid : -1,
         username: typeof o.username === "string" ? o.username : "",
         hostname: typeof o.hostname === "string" ? o.hostname : "",
         timestamp: new Date(typeof o.timestamp === "string" ? o.timestamp : 0),
-      });
+      };
+      const holder = lockHolderOf(stateDir, stack, lock);
+      locks.push(holder === undefined ? lock : { ...lock, holder });
     } catch {
       // Removed meanwhile (its owner finished) or half-written by a live writer: not ours to judge.
     }
@@ -126,6 +197,9 @@ export function assessLock(lock: DiyLock, policy: StaleLockPolicy = {}): LockAss
       : { lock, stale: true, reason: `${who} is no longer running` };
   }
   if (policy.isHostGone?.(lock.hostname)) return { lock, stale: true, reason: `host of ${who} is gone` };
+  if (lock.holder !== undefined && policy.isHolderGone?.(lock.holder)) {
+    return { lock, stale: true, reason: `${who} ran for leader ${lock.holder}, which no longer holds the Lease` };
+  }
   if (age > maxAge) return { lock, stale: true, reason: `${who} is ${Math.round(age / 1000)} s old (bound ${maxAge / 1000} s)` };
   return { lock, stale: false, reason: `held by ${who} on another host, ${Math.round(age / 1000)} s old` };
 }
@@ -145,6 +219,7 @@ export function clearStaleLocks(stateDir: string, project: string, stack: string
       continue;
     }
     fs.rmSync(lock.file, { force: true });
+    forgetLockHolder(stateDir, lock.hostname, lock.pid);
     sweep.cleared.push(a);
   }
   return sweep;

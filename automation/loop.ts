@@ -2,7 +2,7 @@
 // a bounded number of orders are reconciled at once and never the same order twice at a time (its stack
 // has one runner). Requeue times from the planner (backoff expiry, timeouts, polls) are honoured.
 import { KubeError, type Kube } from "../clients/kube";
-import { INFRAENV_AGENT_LABEL, ORDER_LABEL } from "../planner/names";
+import { INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../planner/names";
 import type { OrderRef } from "./observe";
 import type { ReconcileResult } from "./reconcile";
 
@@ -43,6 +43,8 @@ export class ReconcileLoop {
   private readonly due = new Map<string, number>();
   private readonly running = new Set<string>();
   private readonly uidToKey = new Map<string, string>();
+  /** `<namespace>/<InfraEnv name>` → order key: a long order name's InfraEnv name is shortened, not a suffix of it. */
+  private readonly infraEnvToKey = new Map<string, string>();
   private timer?: NodeJS.Timeout;
   private wake?: NodeJS.Timeout;
   /** The current watch of each kind (a restart replaces it, so a long-running loop keeps four). */
@@ -94,6 +96,7 @@ export class ReconcileLoop {
       this.pass = { startedAt: Date.now(), orders: keys.size, pending: keys };
       for (const o of orders) {
         this.uidToKey.set(o.metadata.uid, refKey(o.metadata));
+        this.infraEnvToKey.set(`${o.metadata.namespace}/${infraEnvName(o.metadata.name)}`, refKey(o.metadata));
         this.enqueue(o.metadata, Date.now());
       }
       this.lastTickAt = new Date();
@@ -115,6 +118,8 @@ export class ReconcileLoop {
         const byUid = labels[ORDER_LABEL] ? this.uidToKey.get(labels[ORDER_LABEL]) : undefined;
         if (byUid) return keyRef(byUid);
         const ie = labels[INFRAENV_AGENT_LABEL];
+        const byInfraEnv = ie ? this.infraEnvToKey.get(`${ns}/${ie}`) : undefined;
+        if (byInfraEnv) return keyRef(byInfraEnv);
         return ie?.endsWith("-infraenv") ? { namespace: ns, name: ie.slice(0, -"-infraenv".length) } : undefined;
       }
       case "NodePool":

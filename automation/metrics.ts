@@ -26,6 +26,8 @@ export interface MetricsOptions {
   defaultMetrics?: boolean;
   /** The loop's pulumi slots, read when /metrics is scraped. */
   updateSlots?: { inUse: number; waiting: number };
+  /** Size of the stack state directory, read when /metrics is scraped; undefined when unknown (a remote backend). */
+  stateBytes?: () => Promise<number> | number | undefined;
 }
 
 // Provisioning spans minutes to an hour (BMI boot + discovery + install); correlation seconds to minutes.
@@ -48,6 +50,7 @@ export class ReconcilerMetrics {
   readonly fulfillmentCalls: Counter<"method" | "code">;
   readonly passDuration: Gauge;
   readonly updateSlots: Gauge<"state">;
+  readonly stateBytes: Gauge;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -98,6 +101,15 @@ export class ReconcilerMetrics {
         if (!slots) return;
         this.set({ state: "running" }, slots.inUse);
         this.set({ state: "waiting" }, slots.waiting);
+      },
+    });
+    const stateBytes = opts.stateBytes;
+    this.stateBytes = new Gauge({
+      name: "bmw_state_bytes", help: "Bytes of the Pulumi file backend's state directory (checkpoints, retained history, locks).",
+      registers,
+      async collect() {
+        const bytes = await stateBytes?.();
+        if (bytes !== undefined) this.set(bytes);
       },
     });
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });

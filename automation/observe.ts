@@ -3,8 +3,13 @@
 // translated into planner types; the planner itself never does I/O.
 import * as crypto from "node:crypto";
 import type { FulfillmentClient } from "../clients/fulfillment";
-import { Filter, isTransient, observedBmi, resolveDiskImage } from "../clients/fulfillment";
-import type { BareMetalInstanceTypeOut, ClusterOut, ClusterVersionOut } from "../clients/fulfillment";
+import {
+  catalogHostType, ensureSystemCatalogItem, Filter, InconsistentListError, isTransient, NotFoundError, observedBmi, PermissionDeniedError,
+  resolveDiskImage, UnauthenticatedError, usableInterfaces,
+} from "../clients/fulfillment";
+import type {
+  BareMetalInstanceOut, BareMetalInstanceTypeOut, CatalogHostType, ClusterOut, ClusterVersionOut,
+} from "../clients/fulfillment";
 import { fetchIgnition } from "../clients/ignition";
 import type { ObserveCache } from "./observeCache";
 import type { AgentObject, Kube } from "../clients/kube";
@@ -15,6 +20,8 @@ import type {
   ClusterOrder, DiskImageResolution, IgnitionFetch, InstanceTypeInfo, ObservedAgent, ObservedBmi, ObservedInfraEnv,
   ObservedNodePool, PlannerConfig, Snapshot,
 } from "../planner/types";
+
+type FulfillmentErrorKind = NonNullable<Snapshot["fulfillmentErrorKind"]>;
 
 export interface OrderRef {
   namespace: string;
@@ -42,8 +49,11 @@ export interface ObserveDeps {
 /** What observation learned besides the snapshot: errors to report, calls made. */
 export interface Observation {
   snapshot: Snapshot;
-  /** The fulfillment-service failed this time (message), so the BMI list is unknown. */
+  /** The fulfillment-service failed this time (message naming the cause), so the BMI list is unknown. */
   fulfillmentError?: string;
+  fulfillmentErrorKind?: FulfillmentErrorKind;
+  /** Why snapshot.catalogItem is "" (the system catalog item could be neither found nor created). */
+  catalogItemError?: string;
   fulfillmentCalls: number;
 }
 
@@ -83,8 +93,10 @@ export function toObservedAgent(agent: AgentLike): ObservedAgent {
   };
 }
 
+type AgentSelector = NonNullable<ObservedNodePool["agentSelector"]>;
+
 interface NodePoolLike extends UnstructuredMeta {
-  spec?: { replicas?: number; clusterName?: string };
+  spec?: { replicas?: number; clusterName?: string; platform?: { agent?: { agentLabelSelector?: AgentSelector | null } | null } };
   status?: { replicas?: number };
 }
 
@@ -97,13 +109,29 @@ export function nodePoolsOfCluster<T extends NodePoolLike>(nodePools: T[], hoste
   return hostedClusterName ? nodePools.filter((np) => np.spec?.clusterName === hostedClusterName) : nodePools;
 }
 
+/** A copy of a label selector with only the fields a LabelSelector has (undefined when there is none). */
+function agentSelectorOf(np: NodePoolLike): AgentSelector | undefined {
+  const sel = np.spec?.platform?.agent?.agentLabelSelector;
+  if (!sel || typeof sel !== "object") return undefined;
+  const out: AgentSelector = {};
+  if (sel.matchLabels) out.matchLabels = { ...sel.matchLabels };
+  if (sel.matchExpressions) {
+    out.matchExpressions = sel.matchExpressions.map((e) => ({
+      key: e.key, operator: e.operator, ...(e.values ? { values: [...e.values] } : {}),
+    }));
+  }
+  return out;
+}
+
 export function toObservedNodePool(np: NodePoolLike): ObservedNodePool {
+  const agentSelector = agentSelectorOf(np);
   return {
     name: np.metadata?.name ?? "",
     namespace: np.metadata?.namespace ?? "",
     nodeSet: np.metadata?.labels?.[NODE_SET_LABEL],
     replicas: np.spec?.replicas ?? 0,
     statusReplicas: np.status?.replicas ?? 0,
+    ...(agentSelector ? { agentSelector } : {}),
   };
 }
 
@@ -121,10 +149,32 @@ export function ownedInfraEnv(infraEnvs: InfraEnvLike[], order: ClusterOrder): O
   };
 }
 
-export function instanceTypeInfo(t: BareMetalInstanceTypeOut): InstanceTypeInfo {
-  const ports = t.spec?.hardware?.network_ports ?? [];
-  return { name: t.metadata?.name ?? t.id, fabricPort: ports.find((p) => p.role === "fabric")?.name };
+/**
+ * An instance type as the planner needs it. Its fabric port is the first one the HostType of the
+ * catalog item's template accepts, since the server checks attachments against that HostType; when
+ * it accepts none, no port is guessed: the node set's creates are blocked with the reason.
+ */
+export function instanceTypeInfo(t: BareMetalInstanceTypeOut, hostType: CatalogHostType = NO_HOST_TYPE): InstanceTypeInfo {
+  const name = t.metadata?.name ?? t.id;
+  const fabric = (t.spec?.hardware?.network_ports ?? []).filter((p) => p.role === "fabric").map((p) => p.name);
+  if (hostType.kind === "none") return { name, fabricPort: fabric[0] };
+  if (hostType.kind === "unresolved") {
+    return { name, interfaceProblem: `${hostType.message}; the fulfillment-service would refuse every network attachment`,
+      hostType: { name: "", interfaces: [] } };
+  }
+  const interfaces = hostType.interfaces.map((i) => ({ ...i }));
+  const usable = new Set(usableInterfaces(interfaces).map((i) => i.name));
+  const fabricPort = fabric.find((p) => usable.has(p));
+  if (fabricPort || fabric.length === 0) return { name, ...(fabricPort ? { fabricPort } : {}), hostType: { name: hostType.hostType, interfaces } };
+  return {
+    name,
+    interfaceProblem: `no fabric port of BareMetalInstanceType ${name} (${fabric.join(", ")}) is a usable interface of HostType ` +
+      `${hostType.hostType} (template ${hostType.template}: ${[...usable].join(", ") || "none"}), which the fulfillment-service checks attachments against`,
+    hostType: { name: hostType.hostType, interfaces },
+  };
 }
+
+const NO_HOST_TYPE: CatalogHostType = { kind: "none", note: "not looked up" };
 
 /** The fulfillment Cluster behind a ClusterOrder: its id is the order's clusterorder-uuid label. */
 export const CLUSTER_ID_LABEL = "osac.openshift.io/clusterorder-uuid";
@@ -181,6 +231,54 @@ export async function listOrderAgents(kube: Kube, order: ClusterOrder): Promise<
   return [...byUid.values()];
 }
 
+/** BMI ids the order's status records, in order of appearance, once each. */
+export function recordedBmiIds(order: ClusterOrder): string[] {
+  const ids = (order.status?.workers ?? []).map((w) => w.bareMetalInstance?.id).filter((id): id is string => !!id);
+  return [...new Set(ids)];
+}
+
+/**
+ * Absence from a List is not proof of deletion (I3): every recorded BMI the List left out is read with
+ * a Get. Found → the List missed it; NOT_FOUND → confirmed gone; any other failure throws, so the BMI
+ * list is unknown this pass.
+ */
+export async function confirmUnlisted(f: FulfillmentClient, recorded: string[], listedIds: string[]):
+  Promise<{ found: BareMetalInstanceOut[]; gone: string[]; calls: number }> {
+  const listed = new Set(listedIds);
+  const missing = recorded.filter((id) => !listed.has(id));
+  const results = await Promise.all(missing.map(async (id) => {
+    try {
+      return { id, bmi: await f.bareMetalInstances.get(id) };
+    } catch (err) {
+      if (err instanceof NotFoundError) return { id, bmi: undefined };
+      throw err;
+    }
+  }));
+  return {
+    found: results.flatMap((r) => (r.bmi ? [r.bmi] : [])),
+    gone: results.filter((r) => !r.bmi).map((r) => r.id),
+    calls: missing.length,
+  };
+}
+
+/** What kind of failure it was, and a message that names what an operator can do about it (no secrets). */
+export function describeFulfillmentFailure(err: unknown): { kind: FulfillmentErrorKind; message: string } {
+  const text = err instanceof Error ? err.message : String(err);
+  if (err instanceof UnauthenticatedError) {
+    return { kind: "Unauthenticated", message: `the fulfillment-service refused our credentials (UNAUTHENTICATED): ${err.details}; ` +
+      "check the bearer token in BMW_FULFILLMENT_TOKEN_FILE (expired or rotated?)" };
+  }
+  if (err instanceof PermissionDeniedError) {
+    return { kind: "PermissionDenied", message: `the fulfillment-service denied ${err.method} (PERMISSION_DENIED): ${err.details}; ` +
+      "the token's subject needs admin access to the private API" };
+  }
+  if (isTransient(err)) return { kind: "Unavailable", message: `the fulfillment-service is unreachable or did not answer in time: ${text}` };
+  if (err instanceof InconsistentListError) {
+    return { kind: "Other", message: `the BareMetalInstance list did not add up across pages (${text}); the list is treated as unknown` };
+  }
+  return { kind: "Other", message: `a fulfillment-service call failed: ${text}` };
+}
+
 export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new Date()): Promise<Observation> {
   const { kube, fulfillment } = deps;
   const order = await kube.getClusterOrder(ref.namespace, ref.name);
@@ -199,31 +297,45 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
 
   let fulfillmentCalls = 0;
   let fulfillmentError: string | undefined;
+  let fulfillmentErrorKind: FulfillmentErrorKind | undefined;
+  let catalogItemError: string | undefined;
   let bmis: ObservedBmi[] | undefined;
+  let goneBmiIds: string[] | undefined;
   let diskImage: DiskImageResolution = { ok: false, reason: "ClusterVersionNotFound", message: "not resolved yet" };
   const instanceTypes: Record<string, InstanceTypeInfo> = {};
-  let catalogItem = SYSTEM_CATALOG_ITEM;
+  // "" is "unresolved": the planner's gate then blocks every create (never a name sent as an id).
+  let catalogItem = "";
   try {
     const orderFilter = Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid }));
+    // The template and HostType are cached with the catalog: a steady tick adds no calls per order.
     const loadCatalog = async () => {
-      const r = await Promise.all([fulfillment.instanceTypes.listAll(), fulfillment.catalogItems.listAll(Filter.nameEquals(SYSTEM_CATALOG_ITEM))]);
+      const [types, item] = await Promise.all([
+        fulfillment.instanceTypes.listAll(), ensureSystemCatalogItem(fulfillment.catalogItems, SYSTEM_CATALOG_ITEM),
+      ]);
       fulfillmentCalls += 2;
-      return r;
+      const hostType = item.ok ? await catalogHostType(fulfillment, item.template) : { value: NO_HOST_TYPE, calls: 0 };
+      fulfillmentCalls += hostType.calls;
+      return [types, item, hostType.value] as const;
     };
-    const [listed, [types, items]] = await Promise.all([
+    const [listed, [types, item, hostType]] = await Promise.all([
       fulfillment.bareMetalInstances.listAll(orderFilter),
       deps.cache ? deps.cache.catalog(loadCatalog) : loadCatalog(),
     ]);
     fulfillmentCalls += 1;
-    bmis = listed.map(observedBmi);
-    for (const t of types) instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t);
-    catalogItem = items[0]?.id ?? SYSTEM_CATALOG_ITEM;
+    const confirmed = await confirmUnlisted(fulfillment, recordedBmiIds(order), listed.map((b) => b.id));
+    fulfillmentCalls += confirmed.calls;
+    bmis = [...listed, ...confirmed.found].map(observedBmi);
+    goneBmiIds = confirmed.gone;
+    for (const t of types) instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t, hostType);
+    if (item.ok) catalogItem = item.id;
+    else catalogItemError = item.message;
     diskImage = await resolveOrderDiskImage(fulfillment, order);
     fulfillmentCalls += 3;
   } catch (err) {
     // Any failure leaves the BMI list unknown; the planner then changes nothing.
-    fulfillmentError = `${isTransient(err) ? "unavailable: " : ""}${err instanceof Error ? err.message : String(err)}`;
+    ({ kind: fulfillmentErrorKind, message: fulfillmentError } = describeFulfillmentFailure(err));
     bmis = undefined;
+    goneBmiIds = undefined;
   }
 
   let ignition: IgnitionFetch | undefined;
@@ -244,12 +356,14 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
     instanceTypes,
     catalogItem,
     bmis,
+    ...(goneBmiIds ? { goneBmiIds } : {}),
     agents: agents.map(toObservedAgent),
     nodePools: nodePoolsOfCluster(nodePools, hc?.hostedClusterName).map(toObservedNodePool),
     clusterDeployment: cd?.metadata?.name ? { name: cd.metadata.name, namespace: cd.metadata.namespace ?? ns } : undefined,
     fulfillmentErrors: fulfillmentError ? 1 : 0,
+    ...(fulfillmentErrorKind ? { fulfillmentErrorKind } : {}),
     config: deps.config,
     newName: deps.newName ?? (() => crypto.randomBytes(4).toString("hex")),
   };
-  return { snapshot, fulfillmentError, fulfillmentCalls };
+  return { snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError, fulfillmentCalls };
 }

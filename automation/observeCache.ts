@@ -1,11 +1,11 @@
 // What observation may reuse between reconciles of a long-running reconciler, measured by the bench
 // (npm run bench): every reconcile of every order used to list the BareMetalInstanceTypes and the
-// system catalog item, and fetch its InfraEnv's ignition over HTTPS, though neither changes between
-// two ticks. Only successful results are kept; a failure is retried on the next reconcile.
+// system catalog item (with its template's HostType), and fetch its InfraEnv's ignition over HTTPS,
+// though neither changes between two ticks. Only successful results are kept; a failure is retried on the next reconcile.
 import type { IgnitionFetch } from "../planner/types";
 
 export interface ObserveCacheOptions {
-  /** Instance types and the catalog item: shared by all orders (default 30 s). */
+  /** Instance types, the catalog item and its template's HostType: shared by all orders (default 30 s). */
   catalogTtlMs?: number;
   /** An ignition, per InfraEnv uid, resourceVersion and URL (default 5 min). */
   ignitionTtlMs?: number;
@@ -30,7 +30,7 @@ export class ObserveCache {
     this.now = opts.now ?? Date.now;
   }
 
-  /** The shared catalog (instance types, catalog item), loaded at most once per TTL; concurrent callers share a load. */
+  /** The shared catalog (instance types, catalog item, HostType), loaded at most once per TTL; concurrent callers share a load. */
   catalog<T>(load: () => Promise<T>): Promise<T> {
     const e = this.catalogEntry;
     if (e && this.now() - e.at < this.catalogTtlMs) return e.value as Promise<T>;

@@ -1,19 +1,24 @@
 // One reconcile of one ClusterOrder: observe, plan, decide whether `pulumi up` is needed (plan
 // fingerprint), run it on the order's stack, then observe again and report (status, events, metrics).
-// Deletion runs the finalizer path: destroy the stack (every BMI deleted and confirmed gone), delete
-// leftover BMIs and Agents of the order, drop the finalizer, remove the stack.
+// A failed update is reported on the order (UpdateFailed condition, Warning event) and remembered for the
+// next plans. Deletion runs the finalizer path without waiting: every worker goes Deleting, the stack is
+// destroyed (deletes issued), leftover BMIs are deleted, and the finalizer is dropped only once a Get
+// confirms every BMI of the order gone; until then the order is requeued.
 import * as crypto from "node:crypto";
 import type { FulfillmentClient } from "../clients/fulfillment";
 import { Filter, NotFoundError as FulfillmentNotFound } from "../clients/fulfillment";
 import { ConflictError, type Kube } from "../clients/kube";
 import { fingerprint, plan as makePlan } from "../planner";
-import { APPLIED_ANNOTATION, FINALIZER, INFRAENV_UID_ANNOTATION, ORDER_LABEL, UNBINDING_STATE } from "../planner/names";
+import { EV_WORKER_DELETED, orderEvent } from "../planner/events";
+import { APPLIED_ANNOTATION, FINALIZER, INFRAENV_UID_ANNOTATION, ORDER_LABEL, stackName } from "../planner/names";
 import { withPin } from "../planner/pin";
-import type { ClusterOrder, Plan, PlannerConfig, Snapshot } from "../planner/types";
+import { isBareMetalRequest } from "../planner/status";
+import type { ClusterOrder, CreateRejection, Plan, PlannedEvent, PlannerConfig, Snapshot, WorkerStatus } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "./observe";
 import type { ObserveCache } from "./observeCache";
 import { failpoint } from "./failpoints";
-import { recordEvents, writeStatus } from "./status";
+import { recordEvents, reportedEvents, reportedWorkers, writeStatus } from "./status";
+import { describeUpdateFailure, REASON_DELETE_REFUSED, type UpdateFailure } from "./updateFailure";
 
 export interface UpResult {
   changes: { create: number; update: number; delete: number; replace: number; same: number };
@@ -33,6 +38,15 @@ export interface StackRunner {
   programDigest(): string;
 }
 
+/** The design's two duration histograms (automation/metrics.ts ReconcilerMetrics has both). */
+export interface WorkerDurations {
+  observeProvisioning(tenant: string, seconds: number): void;
+  observeAgentCorrelation(tenant: string, seconds: number): void;
+}
+
+/** The annotation naming an order's tenant (the metrics' only label besides worker_type). */
+export const TENANT_ANNOTATION = "osac.openshift.io/tenant";
+
 export interface ReconcileDeps {
   kube: Kube;
   fulfillment: FulfillmentClient;
@@ -44,7 +58,6 @@ export interface ReconcileDeps {
   now?: () => Date;
   /** Memory kept between reconciles of the same order (fingerprints, error counts). */
   memory: Map<string, OrderMemory>;
-  bmiDeleteTimeoutMs?: number;
   /**
    * How often a stack is refreshed on its own (default 1 h; 0 = never). Every `up` already refreshes, so
    * drift that changes what we observe is corrected when it is seen; this catches the rest (e.g. a BMI's
@@ -53,6 +66,8 @@ export interface ReconcileDeps {
   refreshIntervalMs?: number;
   /** While an `up` runs longer than this, the status is observed and written again at this interval (0 = never). */
   progressReportMs?: number;
+  /** Receives the provisioning and Agent-correlation durations of workers as their status records them. */
+  durations?: WorkerDurations;
   log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -62,10 +77,21 @@ export interface OrderMemory {
   appliedRead?: boolean;
   consecutiveFulfillmentErrors: number;
   lastRefreshAt?: number;
+  /** Outcome of this order's last update in this process (undefined: none yet); every snapshot carries it. */
+  lastUpdate?: Snapshot["lastUpdate"];
+  /** Definitive Create rejections of the last failed update, until an update succeeds. */
+  createRejections?: CreateRejection[];
+  /** When this process recorded a slot incarnation's WaitingForAgent (the Agent correlation clock). */
+  waitingSince?: Map<string, number>;
+  /** Finalization: the stack was destroyed by this process (later passes only confirm and sweep). */
+  destroyed?: boolean;
+  /** Finalization: every BMI id of the order seen so far; each must be confirmed gone by a Get. */
+  finalizeIds?: Set<string>;
 }
 
 export interface ReconcileResult {
-  action: "up" | "skipped" | "paused" | "deleted" | "gone" | "blocked" | "requeue";
+  /** "ignored": the order asks for no bare-metal workers and none are ours; nothing was written. */
+  action: "up" | "skipped" | "paused" | "deleted" | "gone" | "blocked" | "requeue" | "ignored";
   plan?: Plan;
   up?: UpResult;
   requeueAt?: Date;
@@ -91,7 +117,11 @@ async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemo
   // progress reports and conflict retries.
   if (opts.countErrors !== false) mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
   const pin = await deps.stacks.pinnedNodeSets(ref);
-  const snapshot: Snapshot = { ...obs.snapshot, order: withPin(obs.snapshot.order, pin), fulfillmentErrors: mem.consecutiveFulfillmentErrors };
+  const snapshot: Snapshot = {
+    ...obs.snapshot, order: withPin(obs.snapshot.order, pin), fulfillmentErrors: mem.consecutiveFulfillmentErrors,
+    ...(mem.lastUpdate ? { lastUpdate: mem.lastUpdate } : {}),
+    ...(mem.createRejections?.length ? { createRejections: mem.createRejections } : {}),
+  };
   return { snapshot, plan: makePlan(snapshot), calls: obs.fulfillmentCalls };
 }
 
@@ -99,11 +129,12 @@ async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemo
  * Reports, and when the order changed since it was observed (the status write conflicts), observes
  * again and reports that instead. Returns the plan that was reported.
  */
-async function reportLatest(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, first: { snapshot: Snapshot; plan: Plan }): Promise<Plan> {
+async function reportLatest(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, first: { snapshot: Snapshot; plan: Plan },
+  extraEvents: readonly PlannedEvent[] = []): Promise<Plan> {
   let current = first;
   for (let attempt = 1; ; attempt++) {
     try {
-      await report(deps, current.snapshot, current.plan);
+      await report(deps, mem, current.snapshot, current.plan, extraEvents);
       return current.plan;
     } catch (err) {
       if (!(err instanceof ConflictError) || attempt >= 5) throw err;
@@ -112,11 +143,15 @@ async function reportLatest(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory
   }
 }
 
-async function report(deps: ReconcileDeps, snapshot: Snapshot, plan: Plan): Promise<void> {
+async function report(deps: ReconcileDeps, mem: OrderMemory, snapshot: Snapshot, plan: Plan,
+  extraEvents: readonly PlannedEvent[] = []): Promise<void> {
   const order = snapshot.order;
-  await writeStatus(deps.kube, order, plan);
+  const written = reportedWorkers(order, plan);
+  await writeStatus(deps.kube, order, plan, (fields) =>
+    deps.log?.("status fields owned by another field manager were left to it", { order: `${order.metadata.namespace}/${order.metadata.name}`, fields }));
   failpoint("report.afterStatusWrite"); // fault suite: killed between the status and the events
-  await recordEvents(deps.kube, order, plan);
+  await recordEvents(deps.kube, order, plan, [...reportedEvents(order, plan, written), ...extraEvents]);
+  observeDurations(deps, mem, order, written, snapshot.now.getTime());
   // Remember which InfraEnv the current ignition came from, so a recreated one is detected (stale ignition).
   if (snapshot.infraEnv && order.metadata.annotations?.[INFRAENV_UID_ANNOTATION] !== snapshot.infraEnv.uid) {
     await deps.kube.patchClusterOrderMetadata({ namespace: order.metadata.namespace, name: order.metadata.name },
@@ -124,12 +159,27 @@ async function report(deps: ReconcileDeps, snapshot: Snapshot, plan: Plan): Prom
   }
 }
 
+/**
+ * Whether the order is none of this controller's business: it requests no bare-metal workers, its status
+ * records none, and it carries no finalizer of ours. Such an order gets no finalizer, InfraEnv, stack or
+ * status write.
+ */
+export function notOurs(order: ClusterOrder): boolean {
+  return !(order.metadata.finalizers ?? []).includes(FINALIZER) &&
+    !(order.spec.nodeRequests ?? []).some(isBareMetalRequest) &&
+    !(order.status?.workers ?? []).some((w) => w.kind === "BareMetalInstance");
+}
+
 export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promise<ReconcileResult> {
-  const mem = deps.memory.get(key(ref)) ?? { consecutiveFulfillmentErrors: 0 };
-  deps.memory.set(key(ref), mem);
   const order = await deps.kube.getClusterOrder(ref.namespace, ref.name);
   if (!order) return { action: "gone" };
-  if (order.metadata.deletionTimestamp) return finalize(deps, ref, order);
+  if (notOurs(order)) {
+    deps.memory.delete(key(ref));
+    return { action: "ignored" };
+  }
+  const mem = deps.memory.get(key(ref)) ?? { consecutiveFulfillmentErrors: 0 };
+  deps.memory.set(key(ref), mem);
+  if (order.metadata.deletionTimestamp) return finalize(deps, ref, order, mem);
 
   if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) {
     await deps.kube.patchClusterOrderMetadata(ref, { finalizers: [...(order.metadata.finalizers ?? []), FINALIZER] },
@@ -180,12 +230,18 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     return { action: "skipped", plan, requeueAt };
   }
 
+  // A worker failed for a rejected Create must be Failed in status before the program plans again: the
+  // program's own plan knows nothing of the rejection and would send the same Create.
+  if (mem.createRejections?.length && rejectionsUnpersisted(snapshot.order, plan, mem.createRejections)) {
+    await reportLatest(deps, ref, mem, observed);
+  }
   // Withdraw the record before the update: if this process dies during it, the next one must not take a
   // half-applied stack for an applied plan.
   if (recorded !== undefined) await deps.kube.patchClusterOrderMetadata(ref, { annotations: { [APPLIED_ANNOTATION]: null } });
   failpoint("reconcile.beforeUp"); // fault suite: killed after planning, before `up`
   let up: UpResult;
   const progress = progressReports(deps, ref, mem);
+  const startedAt = new Date(nowMs).toISOString();
   try {
     up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan), refresh: true });
     // Every `up` refreshes: the periodic refresh counts from the last one (not an extra run after creation).
@@ -193,16 +249,23 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     await progress.stop();
   } catch (err) {
     await progress.stop();
-    // A failed update (e.g. a BMI delete still waiting) changed part of the world: report what is there
-    // now, so status and conditions do not lag behind, then let the loop retry with its backoff.
+    // A failed update changed part of the world and says why: report both (UpdateFailed, a Warning event,
+    // a rejected Create's worker Failed with backoff), so status does not lag behind and the next plan no
+    // longer declares what was refused; then let the loop retry.
     mem.lastFingerprint = undefined;
+    const failure = describeUpdateFailure(err, `update of stack ${stackName(ref.namespace, ref.name)} started ${startedAt}`);
+    rememberFailure(mem, failure);
+    deps.log?.("update failed", { order: key(ref), reason: failure.reason, message: failure.message });
     try {
-      await reportLatest(deps, ref, mem, await observeAndPlan(deps, ref, mem));
-    } catch {
-      // the original error is the one worth reporting
+      await reportLatest(deps, ref, mem, await observeAndPlan(deps, ref, mem), failureEvents(failure));
+    } catch (reportErr) {
+      // the original error is the one worth rethrowing
+      deps.log?.("could not report the failed update", { order: key(ref), error: String(reportErr) });
     }
     throw err;
   }
+  mem.lastUpdate = { ok: true };
+  mem.createRejections = undefined;
   failpoint("reconcile.afterUp"); // fault suite: killed between `up` and the status write
   // Observe again: the status written is the state after the update, not the intention before it.
   const afterPlan = await reportLatest(deps, ref, mem, await observeAndPlan(deps, ref, mem));
@@ -222,6 +285,75 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     }
   }
   return { action: "up", plan: afterPlan, up, requeueAt: afterPlan.requeueAt ? new Date(afterPlan.requeueAt) : requeueAt };
+}
+
+/** Keeps a failed update's outcome for every following snapshot (UpdateFailed) and its rejected Creates for the planner. */
+function rememberFailure(mem: OrderMemory, failure: UpdateFailure): void {
+  mem.lastUpdate = { ok: false, reason: failure.reason, message: failure.message };
+  if (failure.createRejections.length > 0) {
+    const byName = new Map((mem.createRejections ?? []).map((r) => [r.bmiName, r]));
+    for (const r of failure.createRejections) byName.set(r.bmiName, r);
+    mem.createRejections = [...byName.values()];
+  }
+}
+
+/** The Warning events of a failed update: one per distinct cause, and one per refused delete naming the slot. */
+export function failureEvents(failure: UpdateFailure): PlannedEvent[] {
+  const digest = crypto.createHash("sha256").update(failure.detail).digest("hex").slice(0, 16);
+  const events: PlannedEvent[] = [
+    { type: "Warning", reason: "UpdateFailed", message: failure.message, key: `UpdateFailed/${failure.reason}/${digest}` },
+  ];
+  for (const r of failure.deleteRefusals) {
+    events.push({ type: "Warning", reason: REASON_DELETE_REFUSED, key: `${REASON_DELETE_REFUSED}/${r.slot}/${r.bmiName}`,
+      message: `worker ${r.slot}: the BMI provider refused to delete BareMetalInstance ${r.bmiName}: ${r.reason}` });
+  }
+  return events;
+}
+
+/** Whether a rejected Create's worker is Failed in this plan but not yet in the persisted status. */
+function rejectionsUnpersisted(order: ClusterOrder, plan: Plan, rejections: readonly CreateRejection[]): boolean {
+  const names = new Set(rejections.map((r) => r.bmiName));
+  const persisted = new Map((order.status?.workers ?? []).map((w) => [w.name, w]));
+  return plan.status.workers.some((w) => w.phase === "Failed" && names.has(w.bareMetalInstance?.name ?? "") &&
+    persisted.get(w.name)?.phase !== "Failed");
+}
+
+const msOf = (iso: string | undefined): number | undefined => {
+  const t = iso ? Date.parse(iso) : NaN;
+  return Number.isFinite(t) ? t : undefined;
+};
+
+/**
+ * The design's durations, from the transitions a status write just recorded: provisioning from the
+ * attempt's start to readySince; Agent correlation from when this process recorded WaitingForAgent (BMI
+ * running, MAC known) to the match. A clock this process did not see start (a restart, or a match in the
+ * same pass the BMI came up) is not observed rather than guessed.
+ */
+export function observeDurations(deps: ReconcileDeps, mem: OrderMemory, order: ClusterOrder, written: readonly WorkerStatus[], nowMs: number): void {
+  const before = new Map((order.status?.workers ?? []).map((w) => [w.name, w]));
+  const tenant = order.metadata.annotations?.[TENANT_ANNOTATION] ?? "unknown";
+  const waiting = (mem.waitingSince ??= new Map());
+  const live = new Set<string>();
+  for (const w of written) {
+    const prev = before.get(w.name);
+    const clock = `${w.name}/${w.bareMetalInstance?.name ?? ""}`;
+    if (w.phase === "WaitingForAgent") {
+      live.add(clock);
+      if (prev?.phase !== "WaitingForAgent" && !waiting.has(clock)) waiting.set(clock, nowMs);
+    }
+    if (!prev || prev.phase === w.phase) continue;
+    const wasUnbound = prev.phase === "Provisioning" || prev.phase === "WaitingForAgent";
+    if (wasUnbound && (w.phase === "Binding" || w.phase === "Ready")) {
+      const since = waiting.get(clock);
+      if (since !== undefined) deps.durations?.observeAgentCorrelation(tenant, Math.max(0, nowMs - since) / 1000);
+    }
+    if (w.phase === "Ready") {
+      const start = msOf(w.attemptStartedAt) ?? msOf(w.creationTimestamp);
+      const end = msOf(w.readySince) ?? nowMs;
+      if (start !== undefined && end >= start) deps.durations?.observeProvisioning(tenant, (end - start) / 1000);
+    }
+  }
+  for (const k of [...waiting.keys()]) if (!live.has(k)) waiting.delete(k);
 }
 
 /**
@@ -249,7 +381,7 @@ function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): 
         const now = await observeAndPlan(deps, ref, mem, { countErrors: false });
         // While new slots still await the program's fence, a status write (it changes the resourceVersion)
         // would make that conditional fence fail, and the new workers wait for the next update.
-        if (!stopped && now.plan.fence.length === 0) await report(deps, now.snapshot, now.plan);
+        if (!stopped && now.plan.fence.length === 0) await report(deps, mem, now.snapshot, now.plan);
       } catch (err) {
         // A conflict means the order changed since this observation (e.g. the program's fence): the next
         // report observes again; writing this one would undo that change.
@@ -285,51 +417,124 @@ export function summaryLine(order: ClusterOrder, plan: Plan): string {
     `current ${plan.status.currentWorkers}, ready ${plan.status.readyWorkers}`;
 }
 
-async function waitGone(f: FulfillmentClient, id: string, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    try {
-      await f.bareMetalInstances.get(id);
-    } catch (err) {
-      if (err instanceof FulfillmentNotFound) return true;
-      throw err;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  return false;
+/** Polling interval of a deletion that waits for the service: the planner's poll, within [1 s, 30 s]. */
+function deletionPollMs(config: PlannerConfig): number {
+  return Math.min(30_000, Math.max(1_000, config.ignitionPollMs));
 }
 
-async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder): Promise<ReconcileResult> {
-  if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) return { action: "gone" };
-  // 1. Destroy the stack: bindings (Agents may go: the cluster is being deleted), then every BMI, each
-  //    delete waiting until the BMI is really gone.
-  failpoint("finalize.beforeDestroy"); // fault suite: killed before the stack is destroyed
-  await deps.stacks.destroy(ref);
-  failpoint("finalize.afterDestroy"); // fault suite: killed after destroy, before the leftover sweep
-  // 2. BMIs of this order that the stack never recorded (a create whose response was lost, a kill).
-  const leftovers = await deps.fulfillment.bareMetalInstances.listAll(
-    Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })));
-  for (const bmi of leftovers) {
-    if (!bmi.metadata?.deletion_timestamp) {
-      try {
-        await deps.fulfillment.bareMetalInstances.delete(bmi.id);
-      } catch (err) {
-        if (!(err instanceof FulfillmentNotFound)) throw err;
+/** Every BMI id the order is known to have: its status entries and what the label List showed (now and before). */
+function knownBmiIds(order: ClusterOrder, listed: readonly { id: string }[], mem: OrderMemory): Set<string> {
+  const ids = (mem.finalizeIds ??= new Set());
+  for (const w of order.status?.workers ?? []) if (w.bareMetalInstance?.id) ids.add(w.bareMetalInstance.id);
+  for (const b of listed) ids.add(b.id);
+  return ids;
+}
+
+/** Get per id: NOT_FOUND is the only proof that a BMI is gone (a List can leave out a live one). */
+async function stillPresent(f: FulfillmentClient, ids: Iterable<string>): Promise<Set<string>> {
+  const present = new Set<string>();
+  await Promise.all([...ids].map(async (id) => {
+    try {
+      await f.bareMetalInstances.get(id);
+      present.add(id);
+    } catch (err) {
+      if (!(err instanceof FulfillmentNotFound)) throw err;
+    }
+  }));
+  return present;
+}
+
+/**
+ * The deletion plan's status, with every entry whose BMI is not confirmed gone kept as Deleting (the
+ * report must never drop an entry because a List left its BMI out), and WorkerDeleted only for entries
+ * whose BMI a Get confirmed gone.
+ */
+function deletionReport(order: ClusterOrder, plan: Plan, present: ReadonlySet<string>, confirmed: boolean,
+  listedByName: ReadonlyMap<string, string>): { plan: Plan; events: PlannedEvent[] } {
+  const kept = new Map(plan.status.workers.map((w) => [w.name, w]));
+  const workers: WorkerStatus[] = [];
+  const events: PlannedEvent[] = [];
+  for (const prev of order.status?.workers ?? []) {
+    if (prev.kind !== "BareMetalInstance") continue;
+    // An attempted Create whose id was never recorded is known by name, if the service listed it.
+    const id = prev.bareMetalInstance?.id ?? listedByName.get(prev.bareMetalInstance?.name ?? "");
+    const gone = confirmed && (id ? !present.has(id) : true);
+    if (!gone) {
+      const entry = kept.get(prev.name) ?? { ...prev };
+      if (entry.phase !== "Deleting") {
+        entry.phase = "Deleting";
+        entry.attemptStartedAt = new Date().toISOString();
       }
+      workers.push(entry);
+      continue;
+    }
+    if (id && prev.bareMetalInstance?.name) {
+      events.push(orderEvent(EV_WORKER_DELETED, [prev.name, prev.bareMetalInstance.name],
+        `worker ${prev.name}: BareMetalInstance ${prev.bareMetalInstance.name} deleted with the cluster`));
     }
   }
-  for (const bmi of leftovers) {
-    if (!(await waitGone(deps.fulfillment, bmi.id, deps.bmiDeleteTimeoutMs ?? 600_000))) {
-      return { action: "requeue", message: `BareMetalInstance ${bmi.metadata?.name} is still being deleted`,
-        requeueAt: new Date(Date.now() + 10_000) };
+  return {
+    plan: { ...plan, events: plan.events.filter((e) => e.reason !== EV_WORKER_DELETED), status: { ...plan.status, workers, currentWorkers: 0, readyWorkers: 0 } },
+    events,
+  };
+}
+
+/**
+ * The finalizer path. It never waits for the service: it reports every worker Deleting, destroys the
+ * stack once (deletes issued), deletes leftover BMIs, and requeues while any BMI of the order is still
+ * there. Only when a Get has confirmed every known BMI gone are the leftover Agents swept and the
+ * finalizer dropped.
+ */
+async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder, mem: OrderMemory): Promise<ReconcileResult> {
+  if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) return { action: "gone" };
+  const f = deps.fulfillment;
+  const requeue = (message: string): ReconcileResult =>
+    ({ action: "requeue", message, requeueAt: new Date(Date.now() + deletionPollMs(deps.config)) });
+  // 0. Say so on the order before anything is deleted: every worker Deleting.
+  if (!mem.destroyed) await reportDeletion(deps, ref, mem, { present: new Set(), confirmed: false, listedByName: new Map() });
+  // 1. Destroy the stack: bindings (Agents may go: the cluster is being deleted), then every BMI it holds.
+  //    The deletes are issued, not awaited.
+  if (!mem.destroyed) {
+    failpoint("finalize.beforeDestroy"); // fault suite: killed before the stack is destroyed
+    const startedAt = new Date().toISOString();
+    try {
+      await deps.stacks.destroy(ref);
+    } catch (err) {
+      const failure = describeUpdateFailure(err, `destroy of stack ${stackName(ref.namespace, ref.name)} started ${startedAt}`);
+      rememberFailure(mem, failure);
+      deps.log?.("destroy failed", { order: key(ref), reason: failure.reason, message: failure.message });
+      try {
+        await reportDeletion(deps, ref, mem, { present: new Set(), confirmed: false, listedByName: new Map() }, failureEvents(failure));
+      } catch (reportErr) {
+        deps.log?.("could not report the failed destroy", { order: key(ref), error: String(reportErr) });
+      }
+      throw err;
+    }
+    mem.destroyed = true;
+    mem.lastUpdate = { ok: true };
+    failpoint("finalize.afterDestroy"); // fault suite: killed after destroy, before the leftover sweep
+  }
+  // 2. BMIs of this order that the stack never recorded (a create whose response was lost, a kill).
+  const listed = await f.bareMetalInstances.listAll(
+    Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })));
+  for (const bmi of listed) {
+    if (bmi.metadata?.deletion_timestamp) continue;
+    try {
+      await f.bareMetalInstances.delete(bmi.id);
+    } catch (err) {
+      if (!(err instanceof FulfillmentNotFound)) throw err;
     }
   }
+  // 3. Confirm: every known BMI of the order must answer NOT_FOUND.
+  const present = await stillPresent(f, knownBmiIds(order, listed, mem));
+  const listedByName = new Map(listed.flatMap((b) => (b.metadata?.name ? [[b.metadata.name, b.id] as const] : [])));
+  await reportDeletion(deps, ref, mem, { present, confirmed: true, listedByName });
+  if (present.size > 0) return requeue(`${present.size} BareMetalInstance(s) of the order are still being deleted`);
   failpoint("finalize.afterBmiCleanup"); // fault suite: killed after the leftover BMIs are gone
-  // 3. Leftover Agents of our workers (the cascade may not remove them; design §5.3 conflict).
+  // 4. Leftover Agents of our workers (the cascade may not remove them; design §5.3 conflict).
   for (const agent of await deps.kube.listAgents(ref.namespace, `${ORDER_LABEL}=${order.metadata.uid}`)) {
     const ours = agent.metadata?.labels?.[ORDER_LABEL] === order.metadata.uid;
     if (!ours || !agent.metadata?.name || !agent.metadata.uid || !agent.metadata.resourceVersion) continue;
-    void UNBINDING_STATE;
     try {
       await deps.kube.deleteAgent(ref.namespace, agent.metadata.name, { uid: agent.metadata.uid, resourceVersion: agent.metadata.resourceVersion });
     } catch (err) {
@@ -338,11 +543,36 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder)
     }
   }
   failpoint("finalize.afterAgents"); // fault suite: killed after the Agent sweep, before the finalizer is dropped
-  // 4. Release the order, then forget the stack.
+  // 5. Release the order, then forget the stack. The finalizer list is read again: the reports changed
+  //    the resourceVersion, and other finalizers may have come or gone meanwhile.
+  const latest = await deps.kube.getClusterOrder(ref.namespace, ref.name);
+  if (!latest) return { action: "gone" };
   await deps.kube.patchClusterOrderMetadata(ref,
-    { finalizers: (order.metadata.finalizers ?? []).filter((f) => f !== FINALIZER) }, order.metadata.resourceVersion);
+    { finalizers: (latest.metadata.finalizers ?? []).filter((x) => x !== FINALIZER) }, latest.metadata.resourceVersion);
   failpoint("finalize.afterFinalizerRemoval"); // fault suite: killed after the finalizer is dropped, before the stack is removed
   await deps.stacks.removeStack(ref);
   deps.memory.delete(key(ref));
   return { action: "deleted" };
+}
+
+/** Observes, plans the deletion and reports it (status and events); a conflict is observed again. */
+async function reportDeletion(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory,
+  seen: { present: ReadonlySet<string>; confirmed: boolean; listedByName: ReadonlyMap<string, string> },
+  extraEvents: readonly PlannedEvent[] = []): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    let observed;
+    try {
+      observed = await observeAndPlan(deps, ref, mem, { countErrors: attempt === 1 });
+    } catch (err) {
+      if (err instanceof OrderNotFoundError) return;
+      throw err;
+    }
+    const r = deletionReport(observed.snapshot.order, observed.plan, seen.present, seen.confirmed, seen.listedByName);
+    try {
+      await report(deps, mem, observed.snapshot, r.plan, [...r.events, ...extraEvents]);
+      return;
+    } catch (err) {
+      if (!(err instanceof ConflictError) || attempt >= 5) throw err;
+    }
+  }
 }

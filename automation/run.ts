@@ -32,16 +32,24 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   process.env.BMW_FAILPOINT_PGID = String(process.pid); // fault suite: started detached, so our pid is our process group
   const log = createLogger({ name: "reconciler" });
   const updateSlots = new Slots(opts.concurrency);
-  const metrics = new ReconcilerMetrics({ updateSlots });
-  const app = await createApp({ ...opts, updateSlots, onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
+  let stateBytes: () => Promise<number> | undefined = () => undefined;
+  const metrics = new ReconcilerMetrics({ updateSlots, stateBytes: () => stateBytes() });
+  const app = await createApp({ ...opts, updateSlots, durations: metrics,
+    onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
+  stateBytes = () => app.stacks.stateBytes();
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
   const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
   const elector = new LeaderElector({
     client: app.kube, namespace: opts.leaseNamespace, name: "baremetal-workers", identity, logger: log,
     onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
-    onStoppedLeading: () => log.warn({ identity }, "lost leadership: standing by"),
+    onStoppedLeading: () => {
+      // The next leader clears our stack locks once it holds the Lease: nothing of ours may still run then.
+      app.stacks.abortRunning();
+      log.warn({ identity }, "lost leadership: standing by");
+    },
   });
+  app.stacks.setLeaseOwner({ identity, isHolderGone: (holder) => elector.isHolderGone(holder) });
   let passStart = metrics.totals();
   const loop = new ReconcileLoop({
     kube: app.kube,

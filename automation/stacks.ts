@@ -8,7 +8,10 @@
 // and encryption salt) is written next to Pulumi.yaml. A pod's image is read-only, so `workDir` may
 // point elsewhere (e.g. the state volume): a Pulumi.yaml copied from the project with `main:` set to
 // the program directory is written there, and Pulumi runs the same index.ts.
-import { execFile, spawn } from "node:child_process";
+//
+// State on a file backend stays bounded (automation/stateRetention.ts): no checkpoint backup copies, and
+// the oldest history entries beyond BMW_HISTORY_RETENTION (default 100) are pruned after each operation.
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -16,8 +19,10 @@ import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation"
 import type { OpMap, UpdateKind, UpdateResult } from "@pulumi/pulumi/automation";
 import { stackName } from "../planner/names";
 import {
-  clearStaleLocks, DeploymentStore, LockSweep, PendingOperation, resolvePendingOperations, StaleLockPolicy, stateDirOf,
+  clearStaleLocks, DeploymentStore, forgetLockHolder, LockSweep, PendingOperation, readLocks, recordLockHolder,
+  resolvePendingOperations, StaleLockPolicy, stateDirOf,
 } from "./locks";
+import { DEFAULT_HISTORY_RETENTION, DISABLE_BACKUPS_ENV, prunedCount, pruneStackState, StateSize } from "./stateRetention";
 import * as yaml from "js-yaml";
 import { programDigest } from "./programDigest";
 import { PROJECT_ROOT, pulumiEnv, Toolchain, toolchain } from "./toolchain";
@@ -44,7 +49,15 @@ export interface StackManagerOptions {
   parallelism?: number;
   /** Type-check the TypeScript program on every run. Default false (the build type-checks it). */
   typecheck?: boolean;
+  /** History entries kept per stack on a file backend. Default: envVars.BMW_HISTORY_RETENTION, else 100. */
+  historyRetention?: number;
   toolchain?: Toolchain;
+}
+
+/** The leader this process acts for, and how to tell that another leader has stopped acting (run.ts). */
+export interface LeaseOwner {
+  identity: string;
+  isHolderGone: (identity: string) => boolean;
 }
 
 /** Resource changes of an operation, always with the four counts the status and logs use. */
@@ -84,7 +97,7 @@ export interface PreviewResult {
 }
 
 export interface HistoryEntry {
-  /** 1 for the oldest update, consecutive (the DIY backend reports version 0 for all). */
+  /** 1 for the first update of the stack, consecutive, stable when old entries are pruned (the DIY backend reports version 0 for all). */
   number: number;
   /** Same as `number` (Pulumi's own version field is always 0 on a DIY backend). */
   version: number;
@@ -117,6 +130,16 @@ const MAX_MESSAGE = 1000;
 export function isLockedError(e: unknown): boolean {
   const text = e instanceof Error ? `${e.message} ${(e as { commandResult?: { stderr?: string } }).commandResult?.stderr ?? ""}` : String(e);
   return /currently locked by|Another update is currently in progress|\[409\] Conflict/i.test(text);
+}
+
+/** Why `rollback --to <update>` finds no such entry: pruned by the history retention, or never made. */
+export function missingUpdateMessage(update: number, entries: HistoryEntry[]): string {
+  const newest = entries[0]?.number ?? 0;
+  const oldest = entries.at(-1)?.number ?? 1;
+  if (Number.isInteger(update) && update >= 1 && update < oldest) {
+    return `update ${update} was pruned: the stack keeps its last ${entries.length} updates (${oldest}..${newest}; BMW_HISTORY_RETENTION)`;
+  }
+  return `update ${update} does not exist (the stack has updates ${entries.length ? `${oldest}..${newest}` : "none"})`;
 }
 
 /** Keeps the update message to one line of bounded length. */
@@ -168,6 +191,11 @@ export class StackManager {
   /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
   private readonly perStack = new KeyedMutex();
   private readonly selection = new KeyedMutex();
+  readonly historyRetention: number;
+  private readonly stateSize?: StateSize;
+  private owner?: LeaseOwner;
+  /** Pulumi processes this manager started that are still running (aborted when leadership is lost). */
+  private readonly children = new Set<ChildProcess>();
 
   constructor(opts: StackManagerOptions = {}) {
     this.tc = opts.toolchain ?? toolchain();
@@ -182,6 +210,10 @@ export class StackManager {
     }
     const stateDir = stateDirOf(this.backendUrl);
     if (stateDir) fs.mkdirSync(stateDir, { recursive: true });
+    this.historyRetention = opts.historyRetention ?? Number(opts.envVars?.BMW_HISTORY_RETENTION || DEFAULT_HISTORY_RETENTION);
+    if (!Number.isInteger(this.historyRetention) || this.historyRetention < 1) {
+      throw new Error(`history retention must be a positive integer, got ${opts.historyRetention ?? opts.envVars?.BMW_HISTORY_RETENTION}`);
+    }
 
     const passphraseFile = opts.passphraseFile ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
     if (!passphraseFile && process.env.PULUMI_CONFIG_PASSPHRASE === undefined) {
@@ -197,10 +229,42 @@ export class StackManager {
       PULUMI_BACKEND_URL: this.backendUrl,
       ...(passphraseFile ? { PULUMI_CONFIG_PASSPHRASE_FILE: path.resolve(passphraseFile) } : {}),
       PULUMI_NODEJS_TRANSPILE_ONLY: opts.typecheck ? "false" : "true",
+      [DISABLE_BACKUPS_ENV]: "true",
       ...extra,
     });
     this.parallelism = opts.parallelism;
     this.projectName = prepareWorkDir(this.programDir, this.workDir);
+    if (stateDir) this.stateSize = new StateSize(stateDir, this.projectName);
+  }
+
+  /**
+   * Makes this process act for a Lease holder: every pulumi process it starts is recorded as that leader's
+   * (locks.ts), and recover() clears locks of leaders that have lost the Lease at once.
+   */
+  setLeaseOwner(owner: LeaseOwner | undefined): void {
+    this.owner = owner;
+  }
+
+  /**
+   * Stops every pulumi process of this manager, for a replica that lost the Lease: SIGINT at once (the engine
+   * finishes in-flight steps and unlocks), then the process tree is killed after `killAfterMs`, before the
+   * next leader, which waits at least a lease duration (15 s) after our last renewal, may clear our locks.
+   * A killed update leaves pending operations that recover() clears; every create is idempotent.
+   */
+  abortRunning(killAfterMs = 2000): void {
+    for (const child of this.children) {
+      child.kill("SIGINT");
+      const timer = setTimeout(() => {
+        if (child.exitCode === null && child.signalCode === null && child.pid) killTree(child.pid);
+      }, killAfterMs);
+      timer.unref();
+      child.once("close", () => clearTimeout(timer));
+    }
+  }
+
+  /** Bytes of the file backend's state directory (the bmw_state_bytes gauge); undefined for other backends. */
+  stateBytes(): Promise<number> | undefined {
+    return this.stateSize?.bytes();
   }
 
   stackName(ref: OrderRef): string {
@@ -301,9 +365,7 @@ export class StackManager {
       if (this.parallelism) args.push("--parallel", String(this.parallelism));
       args.push("--stack", stack.name, "--non-interactive");
       try {
-        await runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
-          cwd: this.workDir, env: { ...this.env, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
-        });
+        await this.runCli(stack.name, args, opts);
         const { changes, outputs } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
         return { summary: "succeeded", changes: changeCounts(changes), durationMs: Date.now() - t0, outputs };
       } catch (err) {
@@ -311,6 +373,7 @@ export class StackManager {
         throw err;
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
+        await this.pruneState(stack.name);
       }
     });
   }
@@ -334,21 +397,36 @@ export class StackManager {
     });
   }
 
+  /** `pulumi destroy` as one CLI process (like up), so that it is recorded for the Lease holder and abortable. */
   async destroy(ref: OrderRef, opts: RunOptions = {}): Promise<OperationResult> {
     const stack = await this.ensureStack(ref);
     return this.tracked(stack.name, async () => {
       const t0 = Date.now();
-      const r = await stack.destroy({
-        message: opts.message ? oneLine(opts.message) : undefined, onOutput: opts.onOutput, signal: opts.signal,
-        parallel: this.parallelism, color: "never",
-      });
-      return { summary: r.summary.result, changes: changeCounts(r.summary.resourceChanges), durationMs: Date.now() - t0 };
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-destroy-"));
+      const eventLog = path.join(dir, "events.jsonl");
+      const args = ["destroy", "--yes", "--skip-preview", "--color", "never", "--exec-kind", "auto.local", "--event-log", eventLog];
+      if (opts.message) args.push("--message", oneLine(opts.message));
+      if (this.parallelism) args.push("--parallel", String(this.parallelism));
+      args.push("--stack", stack.name, "--non-interactive");
+      try {
+        await this.runCli(stack.name, args, opts);
+        const { changes } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
+        return { summary: "succeeded" as const, changes: changeCounts(changes), durationMs: Date.now() - t0 };
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+        await this.pruneState(stack.name);
+      }
     });
   }
 
-  /** Every update of the stack, newest first, numbered 1..n from the oldest. */
+  /**
+   * Every retained update of the stack, newest first, numbered from the stack's first update: after pruning,
+   * the oldest retained entry keeps its number (pruned + 1).
+   */
   async history(ref: OrderRef): Promise<HistoryEntry[]> {
     const stack = await this.ensureStack(ref);
+    const stateDir = stateDirOf(this.backendUrl);
+    const offset = stateDir ? prunedCount(stateDir, this.projectName, stack.name) : 0;
     const all: Awaited<ReturnType<Stack["history"]>> = [];
     // The CLI pages history 10 at a time unless told otherwise: walk every page.
     for (let page = 1; ; page++) {
@@ -357,8 +435,8 @@ export class StackManager {
       if (batch.length < HISTORY_PAGE) break;
     }
     return all.map((h, i) => ({
-      number: all.length - i,
-      version: all.length - i,
+      number: offset + all.length - i,
+      version: offset + all.length - i,
       kind: h.kind,
       result: h.result,
       message: h.message,
@@ -378,7 +456,13 @@ export class StackManager {
   /** Replaces the stack's latest state (takes the stack lock). */
   async importStack(ref: OrderRef, state: StackState): Promise<void> {
     const stack = await this.ensureStack(ref);
-    await this.perStack.run(stack.name, () => stack.importStack({ version: state.version, deployment: state.deployment }));
+    await this.perStack.run(stack.name, async () => {
+      try {
+        await stack.importStack({ version: state.version, deployment: state.deployment });
+      } finally {
+        await this.pruneState(stack.name);
+      }
+    });
   }
 
   /**
@@ -391,11 +475,14 @@ export class StackManager {
     if (this.known.has(this.stackName(ref))) return { pendingCleared: [] };
     if (!this.stacks.has(this.stackName(ref)) && !(await this.stackExists(ref))) return { pendingCleared: [] };
     const stack = await this.ensureStack(ref);
+    const owner = this.owner;
+    const full: StaleLockPolicy = owner && !policy.isHolderGone ? { ...policy, isHolderGone: owner.isHolderGone } : policy;
     return this.perStack.run(stack.name, async () => {
       const stateDir = stateDirOf(this.backendUrl);
-      const locks = stateDir ? clearStaleLocks(stateDir, this.projectName, stack.name, policy) : undefined;
+      const locks = stateDir ? clearStaleLocks(stateDir, this.projectName, stack.name, full) : undefined;
       if (locks && locks.held.length > 0) return { locks, pendingCleared: [] };
       const pendingCleared = await resolvePendingOperations(this.encryptedStore(stack.name));
+      if (pendingCleared.length > 0) await this.pruneState(stack.name); // the import added a history entry
       this.known.add(stack.name);
       return { locks, pendingCleared };
     });
@@ -449,9 +536,10 @@ export class StackManager {
    */
   private encryptedStore(stackName: string): DeploymentStore {
     const run = (args: string[]) => new Promise<void>((resolve, reject) => {
-      execFile(path.join(this.tc.pulumiRoot, "bin", "pulumi"), [...args, "--stack", stackName, "--non-interactive"],
+      const child = execFile(path.join(this.tc.pulumiRoot, "bin", "pulumi"), [...args, "--stack", stackName, "--non-interactive"],
         { cwd: this.workDir, env: { ...process.env, ...this.env }, maxBuffer: 256 * 1024 * 1024 },
         (err, _stdout, stderr) => (err ? reject(new Error(`pulumi ${args.slice(0, 2).join(" ")} --stack ${stackName}: ${stderr.trim() || err.message}`)) : resolve()));
+      this.track(stackName, child);
     });
     const withFile = async <T>(fn: (file: string) => Promise<T>): Promise<T> => {
       const dir = fs.mkdtempSync(path.join(stateDirOf(this.backendUrl) ?? os.tmpdir(), ".export-"));
@@ -474,6 +562,51 @@ export class StackManager {
     };
   }
 
+  /** Runs a pulumi command on a stack as a tracked process (see track). */
+  private runCli(stackName: string, args: string[], opts: RunOptions): Promise<string> {
+    return runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
+      cwd: this.workDir, env: { ...this.env, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
+      onSpawn: (child) => this.track(stackName, child),
+    });
+  }
+
+  /**
+   * Registers a pulumi process just started: abortable by abortRunning, and, while this process acts for a
+   * Lease holder, recorded as that leader's, so that the lock it takes can be judged by the Lease
+   * (locks.ts). Written right after the spawn, before the CLI has started far enough to lock.
+   */
+  private track(stackName: string, child: ChildProcess): void {
+    const pid = child.pid;
+    if (pid === undefined) return;
+    this.children.add(child);
+    const stateDir = stateDirOf(this.backendUrl);
+    const hostname = os.hostname();
+    const owner = this.owner;
+    if (stateDir && owner) recordLockHolder(stateDir, { identity: owner.identity, hostname, pid, stack: stackName, startedAt: new Date() });
+    child.once("close", () => {
+      this.children.delete(child);
+      // A killed process leaves its lock: the record stays with it, for the next leader to judge.
+      const leftLock = stateDir && readLocks(stateDir, this.projectName, stackName).some((l) => l.pid === pid && l.hostname === hostname);
+      if (stateDir && owner && !leftLock) forgetLockHolder(stateDir, hostname, pid);
+    });
+  }
+
+  /** Applies the history retention after an operation (file backend only) and re-measures the stack's size. */
+  private async pruneState(stackName: string): Promise<void> {
+    const stateDir = stateDirOf(this.backendUrl);
+    if (!stateDir) return;
+    try {
+      pruneStackState(stateDir, this.projectName, stackName, this.historyRetention);
+      await this.stateSize?.stackChanged(stackName);
+    } catch (err) {
+      // Never fail an operation that ran for the sake of its bookkeeping; the next operation prunes again.
+      this.pruneError = err instanceof Error ? err.message : String(err);
+    }
+  }
+
+  /** The last pruning failure, if any (for diagnostics). */
+  pruneError?: string;
+
   private async wsOptions() {
     return { pulumiCommand: await this.pulumiCommand(), pulumiHome: this.tc.pulumiHome, envVars: this.env };
   }
@@ -493,11 +626,14 @@ export class PulumiCommandError extends Error {
 }
 
 /** Runs the pulumi CLI; output is streamed to onOutput; aborting sends SIGINT (the engine finishes in-flight steps). */
-export function runPulumi(bin: string, args: string[], o: { cwd: string; env: Record<string, string>; onOutput?: (chunk: string) => void; signal?: AbortSignal }): Promise<string> {
+export function runPulumi(bin: string, args: string[], o: {
+  cwd: string; env: Record<string, string>; onOutput?: (chunk: string) => void; signal?: AbortSignal; onSpawn?: (child: ChildProcess) => void;
+}): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, {
       cwd: o.cwd, env: { ...o.env, PULUMI_AUTOMATION_API: "true", PULUMI_DEBUG_COMMANDS: "true" }, stdio: ["ignore", "pipe", "pipe"],
     });
+    o.onSpawn?.(child);
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (d: string) => {
@@ -514,6 +650,38 @@ export function runPulumi(bin: string, args: string[], o: { cwd: string; env: Re
       else reject(new PulumiCommandError({ code: code ?? -1, stdout, stderr }, args));
     });
   });
+}
+
+/** SIGKILLs a process and every descendant (the language host and provider plugins of a pulumi CLI). */
+export function killTree(pid: number): void {
+  const children = new Map<number, number[]>();
+  try {
+    for (const name of fs.readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+      } catch {
+        // exited meanwhile
+      }
+    }
+  } catch {
+    // no procfs: only the process itself
+  }
+  const all: number[] = [];
+  const walk = (p: number) => {
+    all.push(p);
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  for (const p of all) {
+    try {
+      process.kill(p, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
 }
 
 /**

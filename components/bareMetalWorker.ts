@@ -5,12 +5,15 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { DesiredWorker } from "../planner/types";
 import { BareMetalInstanceResource, type FulfillmentConnection } from "../providers/bareMetalInstance";
+import { IMMUTABLE_INPUTS } from "../providers/bareMetalInstanceOps";
 import { AgentBinding } from "../providers/agentBinding";
 
 export interface BareMetalWorkerArgs {
   worker: DesiredWorker;
   fulfillment: FulfillmentConnection;
   kubeconfigPath: string;
+  namespace: string;
+  orderName: string;
   orderUid: string;
 }
 
@@ -24,11 +27,15 @@ export class BareMetalWorker extends pulumi.ComponentResource {
     this.bmi = new BareMetalInstanceResource(worker.bmi.name, {
       ...worker.bmi,
       connection: args.fulfillment,
+      guard: {
+        kubeconfigPath: args.kubeconfigPath, namespace: args.namespace, orderName: args.orderName, orderUid: args.orderUid, slot: worker.slot,
+      },
     }, {
       parent: this,
-      // A new ignition or DiskImage must never replace a running worker: it only affects new incarnations,
-      // which get a fresh BMI name (and therefore a fresh resource) anyway.
-      ignoreChanges: ["userData", "diskImage"],
+      // An existing BMI is never replaced (I2): a changed create-only input (new ignition, DiskImage,
+      // security groups, fabric port, catalog item) only affects new incarnations, which get a fresh BMI
+      // name and therefore a fresh resource. The provider's diff ignores them too.
+      ignoreChanges: [...IMMUTABLE_INPUTS],
     });
     if (worker.binding) {
       this.binding = new AgentBinding(`${name}-agent`, {

@@ -11,6 +11,7 @@ import { BareMetalWorker } from "./bareMetalWorker";
 export interface ClusterWorkersArgs {
   plan: Pick<Plan, "infraEnv" | "nodePoolReplicas" | "workers">;
   namespace: string;
+  orderName: string;
   orderUid: string;
   fulfillment: FulfillmentConnection;
   /** Path of the kubeconfig (a path, not its content, so no token is stored in state). */
@@ -67,6 +68,8 @@ export class ClusterWorkers extends pulumi.ComponentResource {
         worker,
         fulfillment: args.fulfillment,
         kubeconfigPath: args.kubeconfigPath,
+        namespace: args.namespace,
+        orderName: args.orderName,
         orderUid: args.orderUid,
       }, { parent: this }));
     }

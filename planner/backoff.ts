@@ -10,6 +10,8 @@ export const REASON_BMI_PROVISIONING_FAILED = "BMIProvisioningFailed";
 export const REASON_AGENT_BINDING_FAILED = "AgentBindingFailed";
 export const REASON_AGENT_UNBINDING_TIMEOUT = "AgentUnbindingTimeout";
 export const REASON_BMI_DELETION_TIMEOUT = "BMIDeletionTimeout";
+/** The service refused the Create for good (INVALID_ARGUMENT, FAILED_PRECONDITION, a name held by another owner). */
+export const REASON_BMI_CREATE_REJECTED = "BMICreateRejected";
 
 /** BMI failure reasons that mean "no capacity" (OSAC-1201 HostSelectionFailed and the Go classifier's two). */
 export const RESOURCE_FAILURE_REASONS: ReadonlySet<string> = new Set(["HostSelectionFailed", "NoHostAvailable", "ResourceExhausted"]);

@@ -12,11 +12,20 @@ export const COND_CLUSTER_NOT_READY = "ClusterNotReady";
 export const COND_AGENT_MATCH_AMBIGUOUS = "AgentMatchAmbiguous";
 export const COND_NODEPOOL_UNMAPPED = "NodePoolUnmapped";
 export const COND_MANAGED = "Managed";
+/** The last update of the order's stack failed (reason, secret-free message, since when). */
+export const COND_UPDATE_FAILED = "UpdateFailed";
+/** The system pass-through BareMetalInstanceCatalogItem could not be resolved: no creates. */
+export const COND_CATALOG_ITEM_NOT_FOUND = "CatalogItemNotFound";
+/** A live BMI's create-only inputs differ from what a new incarnation would get (reported, never applied: I2). */
+export const COND_WORKER_SPEC_DRIFT = "WorkerSpecDrift";
+/** The planner's final host-safety check refused a plan that would have dropped a bound worker's BMI (I1). */
+export const COND_HOST_SAFETY_REFUSED = "HostSafetyRefused";
 
 /** Every condition type this planner owns, in the order it writes them. */
 export const PLANNER_CONDITION_TYPES: readonly string[] = [
   COND_WORKERS_FAILED, COND_INFRAENV_READY, COND_RHCOS_IMAGE_NOT_FOUND, COND_FULFILLMENT_UNAVAILABLE,
   COND_INVALID_NODE_REQUEST, COND_CLUSTER_NOT_READY, COND_AGENT_MATCH_AMBIGUOUS, COND_NODEPOOL_UNMAPPED, COND_MANAGED,
+  COND_UPDATE_FAILED, COND_CATALOG_ITEM_NOT_FOUND, COND_WORKER_SPEC_DRIFT, COND_HOST_SAFETY_REFUSED,
 ];
 
 export type ConditionInput = Omit<Condition, "lastTransitionTime" | "observedGeneration">;

@@ -28,6 +28,11 @@ export interface Work {
   /** The next entry. */
   entry: WorkerStatus;
   bmi?: ObservedBmi;
+  /**
+   * The recorded BMI id is not in the List and no Get confirmed it gone: absence from a List proves
+   * nothing (I3), so the BMI is treated as present but unseen (entry and phase unchanged, still declared).
+   */
+  unlisted?: boolean;
   /** This slot's Agent, by label or by a unique MAC match. */
   agent?: ObservedAgent;
   binding?: DesiredBinding;
@@ -55,4 +60,15 @@ export function cloneEntry(entry: WorkerStatus): WorkerStatus {
 /** The entry has an incarnation that may exist on the service (a Create was attempted or an id is known). */
 export function hasIncarnation(entry: WorkerStatus): boolean {
   return Boolean(entry.bareMetalInstance?.id) || (entry.bmiCreateState === "Attempted" && Boolean(entry.bareMetalInstance?.name));
+}
+
+/** Whether the slot's BMI may still exist: observed, or recorded but not confirmed gone. */
+export function bmiMayExist(w: Work): boolean {
+  return w.bmi !== undefined || Boolean(w.unlisted);
+}
+
+/** Whether a Get confirmed the entry's recorded BMI id NOT_FOUND in this observation. */
+export function confirmedGone(snapshot: Snapshot, entry: WorkerStatus): boolean {
+  const id = entry.bareMetalInstance?.id;
+  return id !== undefined && (snapshot.goneBmiIds ?? []).includes(id);
 }

@@ -1,5 +1,5 @@
-// The design's events (OSAC-2135 §3.4) plus the two warnings this project adds (AmbiguousAgentMatch,
-// StaleIgnition). Each carries a key naming the fact, so the recorder emits a fact once, also across
+// The design's events (OSAC-2135 §3.4) plus the warnings this project adds (AmbiguousAgentMatch,
+// StaleIgnition, HostSafetyRefused). Each carries a key naming the fact, so the recorder emits a fact once, also across
 // restarts. Messages never contain secrets (ignition content, pull secret).
 import type { PlannedEvent } from "./types";
 
@@ -13,9 +13,12 @@ export const EV_WORKER_DELETED = "WorkerDeleted";
 export const EV_IGNITION_SIZE_WARNING = "DiscoveryIgnitionSizeWarning";
 export const EV_AMBIGUOUS_AGENT_MATCH = "AmbiguousAgentMatch";
 export const EV_STALE_IGNITION = "StaleIgnition";
+/** The final host-safety check refused a plan (invariant I1). */
+export const EV_HOST_SAFETY_REFUSED = "HostSafetyRefused";
 
 const WARNINGS: ReadonlySet<string> = new Set([
   EV_AGENT_REGISTRATION_TIMEOUT, EV_WORKER_FAILED, EV_IGNITION_SIZE_WARNING, EV_AMBIGUOUS_AGENT_MATCH, EV_STALE_IGNITION,
+  EV_HOST_SAFETY_REFUSED,
 ]);
 
 /** An event about one incarnation of one slot: keyed by reason, slot and attempt. */

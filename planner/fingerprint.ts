@@ -1,8 +1,10 @@
-// A stable hash of what `up` would declare. The loop skips `pulumi up` when it is unchanged. Secret
-// content (ignition) enters only as its sha256; an adopted BMI contributes its identity only, because
-// its create-only inputs are ignored for an existing BMI.
+// A stable hash of what `up` would declare and of which declared objects were missing when it was
+// planned. The loop skips `pulumi up` when it is unchanged. Secret content (ignition) enters only as its
+// sha256; an adopted BMI contributes its identity only, because its create-only inputs are ignored for an
+// existing BMI. An absence enters only as a flag, so a plan whose declarations all exist hashes as it
+// would without presence.
 import * as crypto from "node:crypto";
-import type { DesiredWorker, Plan } from "./types";
+import type { DesiredWorker, Plan, PlanPresence } from "./types";
 
 export function sha256(text: string): string {
   return crypto.createHash("sha256").update(text).digest("hex");
@@ -20,15 +22,21 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-function workerShape(w: DesiredWorker): unknown {
+function workerShape(w: DesiredWorker, presence: PlanPresence | undefined): unknown {
   const { userData, ...inputs } = w.bmi;
   const bmi = w.bmi.adoptId ? { name: w.bmi.name, adoptId: w.bmi.adoptId } : { ...inputs, userDataSha256: sha256(userData) };
-  return { slot: w.slot, nodeSet: w.nodeSet, bmi, binding: w.binding, requiresFence: w.requiresFence, retainBinding: w.retainBinding };
+  return {
+    slot: w.slot, nodeSet: w.nodeSet, bmi, binding: w.binding, requiresFence: w.requiresFence, retainBinding: w.retainBinding,
+    bmiAbsent: presence?.bmiAbsent.includes(w.slot) || undefined,
+    agentAbsent: (w.binding && presence?.agentAbsent.includes(w.slot)) || undefined,
+  };
 }
 
 export function fingerprint(plan: Plan): string {
-  const workers = [...plan.workers].sort((a, b) => a.slot.localeCompare(b.slot)).map(workerShape);
+  const presence = plan.presence;
+  const workers = [...plan.workers].sort((a, b) => a.slot.localeCompare(b.slot)).map((w) => workerShape(w, presence));
   return sha256(canonicalJson({
     paused: plan.paused?.reason, infraEnv: plan.infraEnv, nodePoolReplicas: plan.nodePoolReplicas, workers,
+    infraEnvAbsent: (plan.infraEnv && presence && !presence.infraEnv) || undefined,
   }));
 }

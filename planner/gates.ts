@@ -1,22 +1,29 @@
 // What must hold before any BMI may be created (OSAC-2135 §2 steps 2–6, §11.2–4) and the validation
 // of the bare-metal node requests. Gates only ever block creates: existing workers are never deleted
-// because an input is missing or wrong; a node set whose requested count is invalid is frozen.
+// because an input is missing or wrong; a node set whose requested count is invalid, or whose NodePool
+// may take another node set's Agents, is frozen.
+import { describeConflict, poolConflicts } from "./agentSelectors";
 import {
-  COND_CLUSTER_NOT_READY, COND_INFRAENV_READY, COND_INVALID_NODE_REQUEST, COND_RHCOS_IMAGE_NOT_FOUND, cond,
-  type ConditionInput,
+  COND_CATALOG_ITEM_NOT_FOUND, COND_CLUSTER_NOT_READY, COND_INFRAENV_READY, COND_INVALID_NODE_REQUEST,
+  COND_RHCOS_IMAGE_NOT_FOUND, cond, type ConditionInput,
 } from "./conditions";
-import { infraEnvName } from "./names";
+import { infraEnvName, SYSTEM_CATALOG_ITEM } from "./names";
 import { isBareMetalRequest } from "./status";
-import type { Snapshot } from "./types";
+import type { InstanceTypeInfo, Snapshot } from "./types";
 
 export interface NodeSetSpec {
   nodeSet: string;
   desired: number;
   instanceType: string;
-  /** nodeRequest.fabricInterface, else the instance type's first fabric port. */
+  /** nodeRequest.fabricInterface, else the instance type's fabric port the HostType accepts; absent when blocked. */
   fabricInterface?: string;
-  /** The requested count is unusable: no creates, no scale-down, NodePool untouched. */
+  /** The requested count is unusable, or the NodePool mapping is ambiguous: no creates, no scale-down, NodePool untouched. */
   frozen: boolean;
+  /**
+   * A NodePool may select this node set's Agents for another set (or the reverse): CAPI may unbind its
+   * workers by mistake, so even a retirement that follows an unbinding is held.
+   */
+  poolConflict?: boolean;
   /** Why this node set cannot create BMIs (scale-down still runs). */
   createBlocked?: string;
 }
@@ -39,6 +46,8 @@ export interface Gates {
   pollIgnition: boolean;
   /** Everything a create needs, when the global gates pass. */
   inputs?: CreateInputs;
+  /** One message per NodePool whose agentLabelSelector may select another node set's Agents. */
+  poolConflicts: string[];
   conditions: ConditionInput[];
 }
 
@@ -71,14 +80,35 @@ function nodeSetSpecs(snapshot: Snapshot, problems: string[]): Map<string, NodeS
       spec.createBlocked = `node set ${r.nodeSet}: BareMetalInstanceType ${instanceType} does not exist`;
     } else {
       spec.fabricInterface = r.fabricInterface || type.fabricPort;
-      if (!spec.fabricInterface) {
-        spec.createBlocked = `node set ${r.nodeSet}: BareMetalInstanceType ${instanceType} has no network port with role fabric and the node request sets no fabricInterface`;
-      }
+      spec.createBlocked = fabricInterfaceProblem(r.nodeSet, r.fabricInterface, type);
+      if (spec.createBlocked) spec.fabricInterface = undefined;
     }
     if (spec.createBlocked) problems.push(spec.createBlocked);
     out.set(r.nodeSet, spec);
   }
   return out;
+}
+
+/**
+ * Why no BMI of this node set could be attached: the server checks the interface against the HostType
+ * of the catalog item's template, so an explicit fabricInterface is checked against it too, and an
+ * instance type none of whose fabric ports that HostType accepts gets no port guessed for it.
+ */
+function fabricInterfaceProblem(nodeSet: string, requested: string | undefined, type: InstanceTypeInfo): string | undefined {
+  const hostType = type.hostType;
+  if (requested) {
+    if (!hostType) return undefined;
+    const iface = hostType.interfaces.find((i) => i.name === requested);
+    if (iface && iface.role !== "lifecycle") return undefined;
+    if (type.interfaceProblem && hostType.interfaces.length === 0) return `node set ${nodeSet}: ${type.interfaceProblem}`;
+    const usable = hostType.interfaces.filter((i) => i.role !== "lifecycle").map((i) => i.name);
+    const why = iface ? `has role lifecycle on HostType ${hostType.name}, which the fulfillment-service refuses for tenant networking`
+      : `is not an interface of HostType ${hostType.name}`;
+    return `node set ${nodeSet}: fabricInterface ${requested} ${why}; usable interfaces: ${usable.join(", ") || "none"}`;
+  }
+  if (type.fabricPort) return undefined;
+  if (type.interfaceProblem) return `node set ${nodeSet}: ${type.interfaceProblem}; set the node request's fabricInterface to a usable interface`;
+  return `node set ${nodeSet}: BareMetalInstanceType ${type.name} has no network port with role fabric and the node request sets no fabricInterface`;
 }
 
 function infraEnvGate(snapshot: Snapshot, blockers: string[]): { condition: ConditionInput; poll: boolean; notFetched: boolean } {
@@ -110,12 +140,41 @@ function infraEnvGate(snapshot: Snapshot, blockers: string[]): { condition: Cond
   return { condition: cond(COND_INFRAENV_READY, "True", "IgnitionAvailable", `InfraEnv ${name} discovery ignition fetched (${ign.bytes} bytes)`), poll: false, notFetched: false };
 }
 
+/** Freezes the node sets that an ambiguous NodePool selector puts at risk; returns the messages. */
+function freezePoolConflicts(snapshot: Snapshot, nodeSets: Map<string, NodeSetSpec>): string[] {
+  const conflicts = poolConflicts(snapshot.nodePools, snapshot.order, [...nodeSets.keys()]);
+  for (const c of conflicts) {
+    for (const set of [c.servedSet, ...c.otherSets]) {
+      const spec = nodeSets.get(set);
+      if (spec) nodeSets.set(set, { ...spec, frozen: true, poolConflict: true });
+    }
+  }
+  if (conflicts.length === 0) return [];
+  const frozen = [...new Set(conflicts.flatMap((c) => [c.servedSet, ...c.otherSets]))].sort();
+  return [...conflicts.map(describeConflict),
+    `node set${frozen.length > 1 ? "s" : ""} ${frozen.join(", ")} ${frozen.length > 1 ? "are" : "is"} frozen (no creates, no deletes, ` +
+    `replicas unchanged) until each NodePool selects only the Agents of its own node set`];
+}
+
+function catalogItemGate(snapshot: Snapshot, blockers: string[]): ConditionInput {
+  // "" is the observer's word for "neither found nor created": a Create with a wrong id would be refused.
+  const id = (snapshot.catalogItem ?? "").trim();
+  if (id) {
+    return cond(COND_CATALOG_ITEM_NOT_FOUND, "False", "CatalogItemResolved", `the system BareMetalInstanceCatalogItem ${SYSTEM_CATALOG_ITEM} is ${id}`);
+  }
+  blockers.push("the system catalog item is not resolved");
+  return cond(COND_CATALOG_ITEM_NOT_FOUND, "True", "SystemCatalogItemNotFound",
+    `the system BareMetalInstanceCatalogItem ${SYSTEM_CATALOG_ITEM} (tenant system) could not be found or created on the ` +
+    "fulfillment-service; no bare-metal workers are created until it resolves");
+}
+
 /** Evaluates every create gate and the node requests; pure. */
 export function evaluateGates(snapshot: Snapshot): Gates {
   const blockers: string[] = [];
   const problems: string[] = [];
   const conditions: ConditionInput[] = [];
   const nodeSets = nodeSetSpecs(snapshot, problems);
+  const conflicts = freezePoolConflicts(snapshot, nodeSets);
 
   const infra = infraEnvGate(snapshot, blockers);
   conditions.push(infra.condition);
@@ -141,10 +200,7 @@ export function evaluateGates(snapshot: Snapshot): Gates {
     problems.push("spec.networkAttachment.subnetRef is not set: a BareMetalInstance needs the cluster's subnet");
     blockers.push("the network attachment is missing");
   }
-  if (!snapshot.catalogItem) {
-    problems.push(`the system BareMetalInstanceCatalogItem is not known`);
-    blockers.push("the system catalog item is not known");
-  }
+  conditions.push(catalogItemGate(snapshot, blockers));
   conditions.push(problems.length > 0
     ? cond(COND_INVALID_NODE_REQUEST, "True", "InvalidNodeRequest", problems.join("; "))
     : cond(COND_INVALID_NODE_REQUEST, "False", "NodeRequestsValid", "every bare-metal node request is valid"));
@@ -153,5 +209,7 @@ export function evaluateGates(snapshot: Snapshot): Gates {
   const inputs = blockers.length === 0 && ign?.ok && disk.ok && network
     ? { userData: ign.content, ignitionBytes: ign.bytes, diskImageId: disk.id, subnet: network.subnetRef, securityGroups: [...(network.securityGroupRefs ?? [])] }
     : undefined;
-  return { nodeSets, createBlockers: blockers, ignitionNotFetched: infra.notFetched, pollIgnition: infra.poll, inputs, conditions };
+  return {
+    nodeSets, createBlockers: blockers, ignitionNotFetched: infra.notFetched, pollIgnition: infra.poll, inputs, poolConflicts: conflicts, conditions,
+  };
 }

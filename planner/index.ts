@@ -5,7 +5,7 @@ export { isUnmanaged, isDeleting } from "./management";
 export { countWorkers, desiredWorkers, orderPhase, isBareMetalRequest, type WorkerCounts } from "./status";
 export {
   backoffFor, classifyFailure, RESOURCE_FAILURE_REASONS, REASON_AGENT_BINDING_FAILED, REASON_AGENT_REGISTRATION_TIMEOUT,
-  REASON_AGENT_UNBINDING_TIMEOUT, REASON_BMI_DELETION_TIMEOUT, REASON_BMI_PROVISIONING_FAILED, type FailureClass,
+  REASON_AGENT_UNBINDING_TIMEOUT, REASON_BMI_CREATE_REJECTED, REASON_BMI_DELETION_TIMEOUT, REASON_BMI_PROVISIONING_FAILED, type FailureClass,
 } from "./backoff";
 export { fingerprint, canonicalJson, sha256 } from "./fingerprint";
 export { allowedTransition, ACTIVE_PHASES, BOUND_PHASES, PHASES, IllegalTransitionError, type TransitionCause } from "./phases";

@@ -3,10 +3,10 @@
 // Phases move only along allowed transitions (phases.ts) and only forward.
 import {
   backoffFor, classifyFailure, REASON_AGENT_BINDING_FAILED, REASON_AGENT_REGISTRATION_TIMEOUT, REASON_AGENT_UNBINDING_TIMEOUT,
-  REASON_BMI_DELETION_TIMEOUT, REASON_BMI_PROVISIONING_FAILED, type FailureClass,
+  REASON_BMI_CREATE_REJECTED, REASON_BMI_DELETION_TIMEOUT, REASON_BMI_PROVISIONING_FAILED, type FailureClass,
 } from "./backoff";
 import type { PlanContext, Work } from "./context";
-import { cloneEntry, hasIncarnation } from "./context";
+import { bmiMayExist, cloneEntry, confirmedGone, hasIncarnation } from "./context";
 import {
   AGENT_DETACHED_STATE, AGENT_FAILED_STATES, AGENT_INSTALLED_STATE, boundToCluster, correlate, correlationCandidates,
   isOurAgent, labelledAgent, type CorrelationRequest, type CorrelationResult,
@@ -16,9 +16,9 @@ import {
   EV_WORKER_READY, slotEvent,
 } from "./events";
 import { UNBINDING_STATE } from "./names";
-import { moveTo } from "./phases";
+import { BOUND_PHASES, moveTo } from "./phases";
 import { msOf, toIso } from "./time";
-import type { ObservedAgent, ObservedBmi, WorkerStatus } from "./types";
+import type { CreateRejection, ObservedAgent, ObservedBmi, WorkerStatus } from "./types";
 
 export function formatDuration(ms: number): string {
   const s = Math.round(ms / 1000);
@@ -135,12 +135,12 @@ function teardownStep(ctx: PlanContext, w: Work): void {
   if (e.phase === "Unbinding") {
     const agent = labelledAgent(ctx.snapshot.agents, ctx.snapshot.order, e.name, undefined);
     if (!agent) {
-      if (w.bmi) enterTeardown(ctx, w, "Deleting");
+      if (bmiMayExist(w)) enterTeardown(ctx, w, "Deleting");
       else w.drop = { deletedEvent: true };
       return;
     }
     w.agent = agent;
-  } else if (!w.bmi) {
+  } else if (!bmiMayExist(w)) {
     w.drop = { deletedEvent: true };
     return;
   }
@@ -176,10 +176,31 @@ function isStale(ctx: PlanContext): boolean {
   return Boolean(infraEnv?.uid && recordedInfraEnvUid && infraEnv.uid !== recordedInfraEnvUid);
 }
 
+/** The definitive rejection of this entry's Create in the last failed update, if any. */
+function createRejection(ctx: PlanContext, e: WorkerStatus): CreateRejection | undefined {
+  const name = e.bareMetalInstance?.name;
+  return name ? (ctx.snapshot.createRejections ?? []).find((r) => r.bmiName === name) : undefined;
+}
+
+/**
+ * A BMI that may exist but is not seen: recorded yet left out of the List without a Get confirming it
+ * gone, or an attempted Create without an id. Nothing about the slot changes (no failure, no timeout,
+ * no replacement); a bound slot keeps its binding, identified by label only.
+ */
+function unseenStep(ctx: PlanContext, w: Work): void {
+  const e = w.entry;
+  if (BOUND_PHASES.has(e.phase)) {
+    w.agent = labelledAgent(ctx.snapshot.agents, ctx.snapshot.order, e.name, undefined);
+    if (!w.agent) w.retainBinding = true;
+  }
+  ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+}
+
 /** First stage: BMI presence and failure; teardown phases. */
 function observeBmi(ctx: PlanContext, w: Work, stale: boolean): void {
   const e = w.entry;
   if (w.bmi && !e.bareMetalInstance?.id) e.bareMetalInstance = { name: e.bareMetalInstance?.name ?? w.bmi.name, id: w.bmi.id };
+  if (!w.bmi && e.bareMetalInstance?.id && !confirmedGone(ctx.snapshot, e)) w.unlisted = true;
   switch (e.phase) {
     case "Failed":
       return;
@@ -190,11 +211,28 @@ function observeBmi(ctx: PlanContext, w: Work, stale: boolean): void {
     default:
       break;
   }
+  if (w.unlisted) {
+    unseenStep(ctx, w);
+    return;
+  }
   if (!w.bmi) {
-    // Gone (restart rebuild, force-deleted): a stale entry. An attempted Create that is not listed yet
-    // is not proof of anything: that entry stays and is declared again under the same name.
-    if (e.bareMetalInstance?.id || e.phase !== "Provisioning") w.drop = { deletedEvent: false };
-    else if (stale && hasIncarnation(e)) staleIgnition(ctx, w);
+    // Confirmed gone (restart rebuild, force-deleted), or never created: a stale entry. An attempted
+    // Create without an id that is not listed proves nothing: it stays and is declared again under the
+    // same name, unless the service refused that Create for good.
+    if (e.bareMetalInstance?.id || !hasIncarnation(e)) {
+      if (e.phase !== "Provisioning" || e.bareMetalInstance?.id) w.drop = { deletedEvent: false };
+      return;
+    }
+    const rejection = e.phase === "Provisioning" ? createRejection(ctx, e) : undefined;
+    if (rejection) {
+      failWorker(ctx, w, REASON_BMI_CREATE_REJECTED,
+        `the fulfillment-service rejected the Create of BareMetalInstance ${e.bareMetalInstance?.name ?? "?"} (${rejection.code}): ${rejection.message}`,
+        "transient");
+    } else if (stale && (e.phase === "Provisioning" || e.phase === "WaitingForAgent")) {
+      staleIgnition(ctx, w);
+    } else {
+      unseenStep(ctx, w);
+    }
     return;
   }
   if (w.bmi.state === "Failed" && e.phase !== "Ready") {
@@ -203,6 +241,14 @@ function observeBmi(ctx: PlanContext, w: Work, stale: boolean): void {
   }
   if (stale && (e.phase === "Provisioning" || e.phase === "WaitingForAgent")) staleIgnition(ctx, w);
 }
+
+/**
+ * States of a provisioned host (§3.7 of the API notes): Running, and powered off or powering off. A host
+ * in one of them is past provisioning, so a slot waiting for its Agent runs the registration clock; a
+ * powered-off host cannot register, and is replaced by the timeout unless someone powers it on.
+ * Pending (no controller pass yet), Provisioning and Starting are still coming up; Unknown proves nothing.
+ */
+const PROVISIONED_STATES: ReadonlySet<ObservedBmi["state"]> = new Set(["Running", "Stopping", "Stopped"]);
 
 function runningMacs(bmi: ObservedBmi | undefined): string[] | undefined {
   return bmi && bmi.state === "Running" && bmi.macs.length > 0 ? bmi.macs : undefined;
@@ -252,7 +298,7 @@ function progress(ctx: PlanContext, w: Work, result: CorrelationResult | undefin
         return;
       }
       if (runningMacs(w.bmi) && e.phase === "Provisioning") moveTo(e, "WaitingForAgent");
-      if (e.phase === "WaitingForAgent" || w.bmi.state === "Running") checkRegistrationTimeout(ctx, w);
+      if (e.phase === "WaitingForAgent" || PROVISIONED_STATES.has(w.bmi.state)) checkRegistrationTimeout(ctx, w);
       return;
     case "Binding":
       if (matched) {

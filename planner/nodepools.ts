@@ -1,7 +1,9 @@
 // NodePool replicas (OSAC-2135 §5.2 conflict): one source of truth, replicas = the node set's requested
 // numberOfNodes. A NodePool serves a node set when it is labelled osac.openshift.io/node-set=<set>; an
 // unlabelled NodePool serves the node set only when it is the single NodePool and there is a single
-// bare-metal node set. Anything else is reported and left unchanged.
+// bare-metal node set. Anything else is reported and left unchanged. A pool whose agentLabelSelector may
+// select another node set's Agents is reported too (its node sets are frozen by the gates).
+import { COND_NODEPOOL_UNMAPPED, cond, type ConditionInput } from "./conditions";
 import type { NodeSetSpec } from "./gates";
 import type { ObservedNodePool } from "./types";
 
@@ -36,4 +38,14 @@ export function mapNodePools(
     if (labelled.length === 1) replicas[labelled[0].name] = 0;
   }
   return { replicas, problems };
+}
+
+/** NodePoolUnmapped: True for an ambiguous selector (reason AmbiguousAgentSelector) or an unmapped node set. */
+export function nodePoolCondition(mapping: NodePoolMapping, selectorConflicts: readonly string[]): ConditionInput {
+  if (selectorConflicts.length > 0) {
+    return cond(COND_NODEPOOL_UNMAPPED, "True", "AmbiguousAgentSelector", [...selectorConflicts, ...mapping.problems].join("; "));
+  }
+  return mapping.problems.length > 0
+    ? cond(COND_NODEPOOL_UNMAPPED, "True", "NodePoolUnmapped", mapping.problems.join("; "))
+    : cond(COND_NODEPOOL_UNMAPPED, "False", "NodePoolsMapped", "every bare-metal node set has its NodePool");
 }

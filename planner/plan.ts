@@ -2,24 +2,28 @@
 // (clock = snapshot.now, names = snapshot.newName()). Three modes: deletion (never paused), paused
 // (Unmanaged, or the live BMIs are unknown: nothing is created or deleted), and managed.
 import {
-  COND_AGENT_MATCH_AMBIGUOUS, COND_FULFILLMENT_UNAVAILABLE, COND_MANAGED, COND_NODEPOOL_UNMAPPED, COND_WORKERS_FAILED,
-  cond, mergeConditions, type ConditionInput,
+  COND_AGENT_MATCH_AMBIGUOUS, COND_HOST_SAFETY_REFUSED, COND_MANAGED, COND_WORKERS_FAILED, cond, mergeConditions, type ConditionInput,
 } from "./conditions";
-import { hasIncarnation, newContext, type PlanContext, type Work } from "./context";
+import { bmiMayExist, confirmedGone, hasIncarnation, newContext, type PlanContext, type Work } from "./context";
+import { driftCondition, specDrift } from "./drift";
+import { hostSafetyMessage, hostSafetyViolations, keepDeclarations, REASON_HOST_SAFETY_REFUSED } from "./hostSafety";
 import { desiredBinding, desiredBmi, desiredInfraEnv } from "./desired";
 import {
-  dedupeEvents, EV_IGNITION_SIZE_WARNING, EV_INFRAENV_CREATED, EV_WORKER_DELETED, orderEvent,
+  dedupeEvents, EV_HOST_SAFETY_REFUSED, EV_IGNITION_SIZE_WARNING, EV_INFRAENV_CREATED, EV_WORKER_DELETED, orderEvent,
 } from "./events";
 import { evaluateGates, type Gates } from "./gates";
 import { labelledAgent } from "./correlation";
-import { formatDuration, observeEntries } from "./lifecycle";
+import { fulfillmentCondition, fulfillmentReported } from "./fulfillmentHealth";
+import { observeEntries } from "./lifecycle";
 import { isDeleting, isUnmanaged } from "./management";
 import { infraEnvName } from "./names";
-import { mapNodePools } from "./nodepools";
+import { mapNodePools, nodePoolCondition } from "./nodepools";
+import { presenceOf } from "./presence";
 import { ACTIVE_PHASES, BOUND_PHASES, moveTo } from "./phases";
 import { createInputsKnown, scale } from "./scaling";
 import { countWorkers, desiredWorkers, orderPhase } from "./status";
 import { toIso } from "./time";
+import { updateFailedCondition } from "./updateOutcome";
 import type { DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerStatus } from "./types";
 
 /** The floor of a computed requeue: never sooner than a second from now. */
@@ -34,19 +38,10 @@ function requeueAt(nowMs: number, deadlines: readonly number[]): string | undefi
   return toIso(Math.max(nowMs + MIN_REQUEUE_MS, Math.min(...deadlines)));
 }
 
-function fulfillmentCondition(snapshot: Snapshot): ConditionInput {
-  const { fulfillmentErrors } = snapshot;
-  const { unavailableThreshold, unavailableRequeueMs } = snapshot.config;
-  return fulfillmentErrors >= unavailableThreshold
-    ? cond(COND_FULFILLMENT_UNAVAILABLE, "True", "FulfillmentServiceUnavailable",
-      `${fulfillmentErrors} consecutive fulfillment-service calls failed; retrying every ${formatDuration(unavailableRequeueMs)}`)
-    : cond(COND_FULFILLMENT_UNAVAILABLE, "False", "FulfillmentServiceAvailable", "the fulfillment-service answers");
-}
-
 /** Requeue while the BMI list is unknown: the unavailable interval once the threshold is reached. */
 function unknownRequeueMs(snapshot: Snapshot): number {
-  const { config, fulfillmentErrors } = snapshot;
-  return fulfillmentErrors >= config.unavailableThreshold ? config.unavailableRequeueMs : config.transientBackoffMs[0] ?? config.ignitionPollMs;
+  const { config } = snapshot;
+  return fulfillmentReported(snapshot) ? config.unavailableRequeueMs : config.transientBackoffMs[0] ?? config.ignitionPollMs;
 }
 
 function workersFailedCondition(workers: readonly WorkerStatus[], desired: number): ConditionInput {
@@ -74,7 +69,9 @@ function planDeletion(snapshot: Snapshot): Plan {
   const workers: WorkerStatus[] = [];
   for (const prev of previousEntries(snapshot)) {
     const entry: WorkerStatus = { ...prev };
-    if (snapshot.bmis !== undefined && !findObserved(prev, snapshot.bmis)) {
+    // An entry with a recorded id leaves only once a Get confirmed its BMI gone (I3).
+    const gone = prev.bareMetalInstance?.id ? confirmedGone(snapshot, prev) : !findObserved(prev, snapshot.bmis ?? []);
+    if (snapshot.bmis !== undefined && gone) {
       if (hasIncarnation(prev)) {
         events.push(orderEvent(EV_WORKER_DELETED, [prev.name, prev.bareMetalInstance?.name ?? ""],
           `worker ${prev.name}: BareMetalInstance ${prev.bareMetalInstance?.name ?? "?"} deleted with the cluster`));
@@ -155,7 +152,7 @@ function planPaused(snapshot: Snapshot, paused: { reason: string; message: strin
  * that decides it: the BMI (and the retry history) goes only after the new phase is persisted.
  */
 function heldByTransition(w: Work): boolean {
-  return ACTIVE_PHASES.has(w.prev.phase) && !ACTIVE_PHASES.has(w.entry.phase) && w.bmi !== undefined && hasIncarnation(w.prev);
+  return ACTIVE_PHASES.has(w.prev.phase) && !ACTIVE_PHASES.has(w.entry.phase) && bmiMayExist(w) && hasIncarnation(w.prev);
 }
 
 function declare(ctx: PlanContext, works: readonly Work[]): { workers: DesiredWorker[]; held: number } {
@@ -222,17 +219,17 @@ function planManaged(snapshot: Snapshot): Plan {
   const statusWorkers = all.filter((w) => !w.drop).map((w) => w.entry);
   const desired = desiredWorkers(snapshot.order.spec.nodeRequests);
   const counts = countWorkers(statusWorkers);
+  const drift = specDrift(snapshot, gates, statusWorkers);
   const pools = mapNodePools(snapshot.nodePools, gates.nodeSets, nodeSetsWithoutRequest(gates, all));
   const conditions: ConditionInput[] = [
     workersFailedCondition(statusWorkers, desired),
+    driftCondition(drift),
     ...gates.conditions,
     fulfillmentCondition(snapshot),
     ctx.ambiguities.length > 0
       ? cond(COND_AGENT_MATCH_AMBIGUOUS, "True", "AmbiguousAgentMatch", `${ctx.ambiguities.join("; ")}; nothing is bound until the match is unique`)
       : cond(COND_AGENT_MATCH_AMBIGUOUS, "False", "NoAmbiguity", "every correlated Agent matched uniquely"),
-    pools.problems.length > 0
-      ? cond(COND_NODEPOOL_UNMAPPED, "True", "NodePoolUnmapped", pools.problems.join("; "))
-      : cond(COND_NODEPOOL_UNMAPPED, "False", "NodePoolsMapped", "every bare-metal node set has its NodePool"),
+    nodePoolCondition(pools, gates.poolConflicts),
     cond(COND_MANAGED, "True", "Managed", "the bare-metal workers of this order are managed"),
   ];
 
@@ -254,6 +251,7 @@ function planManaged(snapshot: Snapshot): Plan {
       conditions: mergeConditions(snapshot.order.status?.conditions, conditions, ctx.nowIso, snapshot.order.metadata.generation),
       phase: orderPhase(false, desired, statusWorkers),
     },
+    drift,
     fence,
     events: dedupeEvents(ctx.events),
     requeueAt: requeueAt(ctx.nowMs, ctx.deadlines),
@@ -263,7 +261,45 @@ function planManaged(snapshot: Snapshot): Plan {
 export const UNKNOWN_BMIS_MESSAGE =
   "the live BareMetalInstances are unknown (the fulfillment-service could not be listed); nothing is created or deleted until they can be listed";
 
+/** The plan of the order's mode, with the last update's outcome and what of its declarations exists. */
 export function plan(snapshot: Snapshot): Plan {
+  const p = guardHostSafety(snapshot, planMode(snapshot));
+  const outcome = updateFailedCondition(snapshot);
+  if (outcome) {
+    p.status.conditions = mergeConditions(p.status.conditions, [outcome], toIso(snapshot.now.getTime()), snapshot.order.metadata.generation);
+  }
+  p.presence = presenceOf(snapshot, p);
+  return p;
+}
+
+/**
+ * The final, independent host-safety check (I1) over the finished plan: a plan that would release a
+ * bound worker's BMI without a persisted retirement is replaced by a paused plan (no `up`) that keeps
+ * every existing worker declared, with a Warning event and the HostSafetyRefused condition.
+ */
+function guardHostSafety(snapshot: Snapshot, p: Plan): Plan {
+  if (isDeleting(snapshot.order)) return p;
+  const nowIso = toIso(snapshot.now.getTime());
+  const generation = snapshot.order.metadata.generation;
+  const violations = hostSafetyViolations(snapshot, p);
+  if (violations.length === 0) {
+    // A paused plan changes no condition but its own (Unmanaged: only Managed).
+    if (p.paused) return p;
+    p.status.conditions = mergeConditions(p.status.conditions,
+      [cond(COND_HOST_SAFETY_REFUSED, "False", "HostSafe", "no bound worker's BareMetalInstance is released without a persisted retirement")],
+      nowIso, generation);
+    return p;
+  }
+  const message = hostSafetyMessage(violations);
+  const safe = planPaused(snapshot, { reason: REASON_HOST_SAFETY_REFUSED, message },
+    [cond(COND_HOST_SAFETY_REFUSED, "True", REASON_HOST_SAFETY_REFUSED, message)], snapshot.config.ignitionPollMs);
+  // Existing declarations skip a create without inputs: keep every protected BMI the paused plan misses.
+  safe.workers.push(...keepDeclarations(snapshot, hostSafetyViolations(snapshot, safe)));
+  safe.events = [orderEvent(EV_HOST_SAFETY_REFUSED, violations.map((v) => v.entry.name).sort(), message)];
+  return safe;
+}
+
+function planMode(snapshot: Snapshot): Plan {
   const order = snapshot.order;
   if (isDeleting(order)) return planDeletion(snapshot);
   if (isUnmanaged(order)) {

@@ -3,11 +3,11 @@
 // slots are retired first, then slots not yet bound (newest first; they are not in the NodePool so CAPI
 // cannot pick them), and only the remainder is left to CAPI through the NodePool's replicas.
 import type { PlanContext, Work } from "./context";
-import { hasIncarnation } from "./context";
+import { bmiMayExist, cloneEntry, hasIncarnation } from "./context";
 import { fabricInterfaceFor, newBmiName } from "./desired";
 import { EV_WORKER_CREATED, slotEvent } from "./events";
 import type { NodeSetSpec } from "./gates";
-import { moveTo } from "./phases";
+import { ACTIVE_PHASES, moveTo } from "./phases";
 import { msOf } from "./time";
 import type { WorkerStatus } from "./types";
 
@@ -98,7 +98,7 @@ function scaleNodeSet(ctx: PlanContext, works: Work[], nodeSet: string, spec: No
   const keep = byRetry.slice(0, need);
   for (const w of byRetry.slice(need)) {
     // Not needed any more: its BMI leaves the desired set; the entry goes once the BMI is gone.
-    if (!w.bmi) w.drop = { deletedEvent: true };
+    if (!bmiMayExist(w)) w.drop = { deletedEvent: true };
   }
   const creatable = canCreate(ctx, spec);
   for (const w of keep) {
@@ -107,7 +107,7 @@ function scaleNodeSet(ctx: PlanContext, works: Work[], nodeSet: string, spec: No
       ctx.deadlines.push(due);
       continue;
     }
-    if (w.bmi) continue; // the failed BMI is deleted before its replacement is created
+    if (bmiMayExist(w)) continue; // the failed BMI is deleted (and confirmed gone) before its replacement is created
     out.wantedCreates++;
     if (creatable) {
       moveTo(w.entry, "Provisioning");
@@ -130,12 +130,27 @@ function scaleNodeSet(ctx: PlanContext, works: Work[], nodeSet: string, spec: No
   if (creatable) for (let i = 0; i < fresh; i++) out.created.push(newSlot(ctx, spec));
 }
 
+/**
+ * Under an ambiguous NodePool mapping an unbinding may be CAPI installing one pool's Agent for another,
+ * not a scale-down: a worker that would enter Unbinding this pass keeps its previous phase, so its BMI
+ * and binding stay declared. Retirements persisted earlier go on; failures are handled as always.
+ */
+function holdRetirements(works: readonly Work[], nodeSet: string): void {
+  for (const w of works) {
+    if (w.drop || w.entry.nodeSet !== nodeSet) continue;
+    if (!ACTIVE_PHASES.has(w.prev.phase) || w.entry.phase !== "Unbinding") continue;
+    const bmi = w.entry.bareMetalInstance;
+    w.entry = { ...cloneEntry(w.prev), ...(bmi ? { bareMetalInstance: { ...bmi } } : {}) };
+  }
+}
+
 /** Scales every node set that is requested or still has workers. Frozen node sets are left alone. */
 export function scale(ctx: PlanContext, works: Work[]): ScaleResult {
   const out: ScaleResult = { created: [], wantedCreates: 0 };
   const nodeSets = new Set<string>([...ctx.gates.nodeSets.keys(), ...works.map((w) => w.entry.nodeSet)]);
   for (const nodeSet of [...nodeSets].sort()) {
     const spec = ctx.gates.nodeSets.get(nodeSet);
+    if (spec?.poolConflict) holdRetirements(works, nodeSet);
     if (spec?.frozen) continue;
     scaleNodeSet(ctx, works, nodeSet, spec, out);
   }

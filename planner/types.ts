@@ -82,8 +82,12 @@ export interface ClusterOrder {
 export interface ObservedBmi {
   id: string;
   name: string;
-  /** The service's state, e.g. BARE_METAL_INSTANCE_STATE_PROVISIONING|RUNNING|FAILED|DELETING, shortened to the word. */
-  state: "Provisioning" | "Running" | "Failed" | "Deleting" | "Unknown";
+  /**
+   * The service's state shortened to the word. "Pending" is UNSPECIFIED (no controller pass yet);
+   * Starting/Stopping/Stopped are power states of a provisioned host (a powered-off Ready worker is not a
+   * failure); "Unknown" is a state this program does not know.
+   */
+  state: "Pending" | "Provisioning" | "Starting" | "Running" | "Stopping" | "Stopped" | "Failed" | "Deleting" | "Unknown";
   /** Set when the service soft-deleted it (deletion in progress). */
   deleting: boolean;
   /** Lower-cased MACs from status.hardware.nics[].mac (OSAC-3254). */
@@ -92,6 +96,15 @@ export interface ObservedBmi {
   failureReason?: string;
   failureMessage?: string;
   labels: Record<string, string>;
+  /** The create-only inputs as the service stores them (absent when the service did not return a spec). */
+  spec?: ObservedBmiSpec;
+}
+
+/** The create-only inputs of a live BMI, in DesiredBmi's words. */
+export interface ObservedBmiSpec {
+  catalogItem: string;
+  instanceType: string;
+  networkAttachment?: { subnet: string; securityGroups: string[]; interface: string };
 }
 
 /** An Agent in the order's namespace (agent-install.openshift.io/v1beta1). */
@@ -117,6 +130,8 @@ export interface ObservedNodePool {
   nodeSet?: string;
   replicas: number;
   statusReplicas: number;
+  /** spec.platform.agent.agentLabelSelector, when the pool selects Agents by label (undefined: none). */
+  agentSelector?: { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
 }
 
 export interface ObservedInfraEnv {
@@ -133,8 +148,19 @@ export type IgnitionFetch =
 
 export interface InstanceTypeInfo {
   name: string;
-  /** First network_ports[] entry with role == "fabric", if any. */
+  /**
+   * The interface a BMI of this type is attached on: the first network_ports[] entry with role
+   * "fabric" that the HostType of the catalog item's template accepts (the first one at all when that
+   * template has no HostType). Absent when there is none.
+   */
   fabricPort?: string;
+  /** Why fabricPort is absent although the type has fabric ports: the server would refuse each of them. */
+  interfaceProblem?: string;
+  /**
+   * The HostType the server checks attachment interfaces against (absent: no check known). A
+   * node request's fabricInterface must be one of its interfaces, with a role other than lifecycle.
+   */
+  hostType?: { name: string; interfaces: { name: string; role: string }[] };
 }
 
 export type DiskImageResolution =
@@ -173,18 +199,50 @@ export interface Snapshot {
   ignition?: IgnitionFetch;
   diskImage: DiskImageResolution;
   instanceTypes: Record<string, InstanceTypeInfo>;
-  /** id of the system pass-through BareMetalInstanceCatalogItem. */
+  /** id of the system pass-through BareMetalInstanceCatalogItem; "" when it could not be resolved (no creates). */
   catalogItem: string;
   /** Undefined when the fulfillment-service could not be listed this time (unknown, never "none"). */
   bmis?: ObservedBmi[];
   agents: ObservedAgent[];
   nodePools: ObservedNodePool[];
   clusterDeployment?: { name: string; namespace: string };
+  /**
+   * Ids of BMIs recorded in status but absent from the List, that a Get confirmed NOT_FOUND this
+   * observation. Only these may be dropped: absence from a List is not proof of deletion (I3).
+   */
+  goneBmiIds?: string[];
+  /** Definitive Create rejections reported by the last failed update (by BMI incarnation name). */
+  createRejections?: CreateRejection[];
+  /**
+   * Outcome of the last stack update of this order as the reconciler knows it; undefined when it does
+   * not know (a fresh process): the previous UpdateFailed condition is then kept as it is.
+   */
+  lastUpdate?: { ok: true } | { ok: false; reason: string; message: string };
   /** Consecutive fulfillment-service failures, including this observation's. */
   fulfillmentErrors: number;
+  /** What kind of fulfillment failure the last one was (a refused token is not an outage). */
+  fulfillmentErrorKind?: "Unavailable" | "Unauthenticated" | "PermissionDenied" | "Other";
   config: PlannerConfig;
   /** Generates opaque names (slots and BMI incarnations); injected so tests are deterministic. */
   newName: () => string;
+}
+
+/** The service refused a Create for good (INVALID_ARGUMENT, FAILED_PRECONDITION, a name held by another owner). */
+export interface CreateRejection {
+  /** The BMI incarnation name the Create was for. */
+  bmiName: string;
+  /** gRPC status name, e.g. INVALID_ARGUMENT. */
+  code: string;
+  message: string;
+}
+
+/** A create-only input of a live BMI that differs from what a new incarnation would get (I2). */
+export interface WorkerDrift {
+  slot: string;
+  bmiName: string;
+  field: string;
+  live: string;
+  requested: string;
 }
 
 export interface DesiredBmi {
@@ -233,6 +291,16 @@ export interface DesiredInfraEnv {
   owner: { apiVersion: string; kind: string; name: string; uid: string };
 }
 
+/** What of a plan's declarations was observed to exist (a hand-deleted object must not be skipped over). */
+export interface PlanPresence {
+  /** The declared InfraEnv was observed. */
+  infraEnv: boolean;
+  /** Slots of declared workers whose BMI was not listed. */
+  bmiAbsent: string[];
+  /** Slots of declared workers whose binding's Agent was not observed. */
+  agentAbsent: string[];
+}
+
 export interface PlannedEvent {
   type: "Normal" | "Warning";
   reason: string;
@@ -256,6 +324,10 @@ export interface Plan {
     conditions: Condition[];
     phase?: string;
   };
+  /** Create-only inputs of live BMIs that differ from the request; reported, never applied (I2). */
+  drift?: WorkerDrift[];
+  /** Which declared objects the observation did not find; part of the fingerprint, so `up` recreates them. */
+  presence?: PlanPresence;
   /** Status entries that must be persisted (conditionally) before `up` may create their BMIs. */
   fence: WorkerStatus[];
   events: PlannedEvent[];

@@ -5,11 +5,13 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import * as protobuf from "protobufjs";
 import type { ProtoGrpcType as CatalogItemsGrpc } from "./gen/baremetal_instance_catalog_items_service";
+import type { ProtoGrpcType as TemplatesGrpc } from "./gen/baremetal_instance_templates_service";
 import type { ProtoGrpcType as InstanceTypesGrpc } from "./gen/baremetal_instance_types_service";
 import type { ProtoGrpcType as BareMetalInstancesGrpc } from "./gen/baremetal_instances_service";
 import type { ProtoGrpcType as ClusterVersionsGrpc } from "./gen/cluster_versions_service";
 import type { ProtoGrpcType as ClustersGrpc } from "./gen/clusters_service";
 import type { ProtoGrpcType as DiskImagesGrpc } from "./gen/disk_images_service";
+import type { ProtoGrpcType as HostTypesGrpc } from "./gen/host_types_service";
 
 export const PROTO_DIR = __dirname;
 
@@ -27,6 +29,8 @@ export const SERVICE_FILES = [
   "osac/private/v1/baremetal_instances_service.proto",
   "osac/private/v1/baremetal_instance_catalog_items_service.proto",
   "osac/private/v1/baremetal_instance_types_service.proto",
+  "osac/private/v1/baremetal_instance_templates_service.proto",
+  "osac/private/v1/host_types_service.proto",
   "osac/private/v1/disk_images_service.proto",
   "osac/private/v1/cluster_versions_service.proto",
   "osac/private/v1/clusters_service.proto",
@@ -38,8 +42,8 @@ export const SERVICE_FILES = [
  * Every generated per-service view merged: the loaded package holds all of them. (google.rpc has no
  * service; its message types are imported from gen/google/rpc/ directly.)
  */
-export type FulfillmentGrpc = BareMetalInstancesGrpc & CatalogItemsGrpc & InstanceTypesGrpc & DiskImagesGrpc &
-  ClusterVersionsGrpc & ClustersGrpc;
+export type FulfillmentGrpc = BareMetalInstancesGrpc & CatalogItemsGrpc & InstanceTypesGrpc & TemplatesGrpc & HostTypesGrpc &
+  DiskImagesGrpc & ClusterVersionsGrpc & ClustersGrpc;
 
 export interface FulfillmentProtos {
   packageDefinition: protoLoader.PackageDefinition;

@@ -5,10 +5,10 @@
 // key, which Pulumi re-marks secret.
 import * as pulumi from "@pulumi/pulumi";
 import type { DesiredBmi, ObservedBmi } from "../planner/types";
-import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, FulfillmentConnection } from "./bareMetalInstanceOps";
+import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard, FulfillmentConnection } from "./bareMetalInstanceOps";
 import { loadProjectModule } from "./loader";
 
-export type { BareMetalInstanceInputs, BareMetalInstanceOutputs, FulfillmentConnection } from "./bareMetalInstanceOps";
+export type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard, FulfillmentConnection } from "./bareMetalInstanceOps";
 
 type Ops = typeof import("./bareMetalInstanceOps");
 
@@ -39,9 +39,13 @@ export const bareMetalInstanceProvider: pulumi.dynamic.ResourceProvider<BareMeta
   },
 };
 
-/** Resource arguments: a DesiredBmi (each field may be an Output) plus the connection file paths. */
+/**
+ * Resource arguments: a DesiredBmi (each field may be an Output), the connection file paths, and the
+ * guard the provider checks before any Delete (the order and slot the BMI backs).
+ */
 export type BareMetalInstanceArgs = { [K in keyof DesiredBmi]: pulumi.Input<DesiredBmi[K]> } & {
   connection: pulumi.Input<FulfillmentConnection>;
+  guard?: pulumi.Input<DeleteGuard>;
 };
 
 export class BareMetalInstanceResource extends pulumi.dynamic.Resource {

@@ -4,14 +4,18 @@
 // returns or logs the ignition except under the userData key, which Pulumi keeps secret.
 import type * as pulumi from "@pulumi/pulumi";
 import {
-  BeingDeletedError, createOrAdopt, DISK_IMAGE_ANNOTATION, FulfillmentClient, type FulfillmentClientOptions, INSTANCE_TYPE_LABEL, NotFoundError,
-  SYSTEM_TENANT, withDiskImage, withInstanceType,
+  AlreadyExistsError, BeingDeletedError, createOrAdopt, DISK_IMAGE_ANNOTATION, FailedPreconditionError, FulfillmentClient,
+  type FulfillmentClientOptions, type FulfillmentError, INSTANCE_TYPE_LABEL, InvalidArgumentError, NotFoundError, SYSTEM_TENANT,
+  withDiskImage, withInstanceType,
 } from "../clients/fulfillment";
 import type { BareMetalInstance, BareMetalInstanceOut } from "../clients/fulfillment/types";
 import { observedBmi } from "../clients/fulfillment/observed";
+import { Kube, KubeError, loadKubeConfig } from "../clients/kube";
 import { failpoint } from "../automation/failpoints";
 import { ORDER_LABEL } from "../planner/names";
-import type { DesiredBmi, ObservedBmi } from "../planner/types";
+import type { ClusterOrder, DesiredBmi, ObservedBmi, WorkerPhase } from "../planner/types";
+import { formatCreateRejection } from "./createRejection";
+import { formatDeleteRefusal } from "./deleteRefusal";
 
 /** Where and how to reach the fulfillment-service: file paths only, never a token. */
 export interface FulfillmentConnection {
@@ -25,8 +29,22 @@ export interface FulfillmentConnection {
   plaintext?: boolean;
 }
 
+/**
+ * Where the provider checks, before any Delete, that the planner retired this BMI (invariant I1): the
+ * ClusterOrder it belongs to and the worker slot it backs. Paths and names only.
+ */
+export interface DeleteGuard {
+  kubeconfigPath: string;
+  namespace: string;
+  orderName: string;
+  orderUid: string;
+  slot: string;
+}
+
 export interface BareMetalInstanceInputs extends DesiredBmi {
   connection: FulfillmentConnection;
+  /** Absent only in state written before the guard existed: such a BMI is never deleted by the provider. */
+  guard?: DeleteGuard;
 }
 
 /** What the resource reports: its inputs plus the service's view. */
@@ -43,17 +61,19 @@ export interface BareMetalInstanceOutputs extends BareMetalInstanceInputs {
 export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 export const USER_DATA_MAX_BYTES = 65_536;
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-/** Changing any of these means a different BMI (all are immutable on the service). */
+/**
+ * Create-only on the service. A difference is never a change of the existing BMI (invariant I2): the
+ * planner reports it as drift, and only a new incarnation is created with the new values.
+ */
 export const IMMUTABLE_INPUTS = ["name", "catalogItem", "instanceType", "diskImage", "userData", "networkAttachment", "tenant"] as const;
-const MUTABLE_INPUTS = ["labels", "annotations", "connection"] as const;
-
-const DEFAULT_DELETE_TIMEOUT_MS = 10 * 60_000;
-const DEFAULT_DELETE_POLL_MS = 2_000;
-
-
+/** Updated in place; connection and guard are local and never touch the service. */
+const MUTABLE_INPUTS = ["labels", "annotations", "connection", "guard"] as const;
+/** Phases of a slot the planner retired: only then may its BMI be deleted (or when the order goes). */
+export const RETIRED_PHASES: readonly WorkerPhase[] = ["Unbinding", "Deleting", "Failed"];
+/** Bounds the server's text carried in a Create rejection. */
+const MAX_REJECTION_MESSAGE = 500;
 
 const isUnknown = (v: unknown) => v === UNKNOWN;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function envMs(key: string, fallback: number): number {
   const v = Number(process.env[key]);
@@ -129,6 +149,13 @@ export function check(_olds: Partial<BareMetalInstanceInputs>, news: BareMetalIn
   if (!isUnknown(conn) && (!conn || typeof conn !== "object" || !news.connection.address || !news.connection.tokenFile)) {
     bad("connection", "connection needs an address and a tokenFile path");
   }
+  const guard = news.guard as unknown;
+  if (guard !== undefined && !isUnknown(guard)) {
+    const g = guard as Partial<Record<keyof DeleteGuard, unknown>>;
+    const missing = (["kubeconfigPath", "namespace", "orderName", "orderUid", "slot"] as const)
+      .filter((k) => !isUnknown(g?.[k]) && (typeof g?.[k] !== "string" || g[k] === ""));
+    if (!g || typeof g !== "object" || missing.length > 0) bad("guard", `guard needs ${missing.join(", ") || "an object"}`);
+  }
   return { inputs: news, failures };
 }
 
@@ -145,14 +172,14 @@ function canonical(v: unknown): unknown {
 }
 
 /**
- * Immutable fields replace (a new BMI); labels, annotations and the connection update in place. The
- * component sets ignoreChanges on userData/diskImage so a new ignition or image never replaces a
- * running worker; adoptId only matters at create time and is never a change.
+ * Never a replace (I2): a replacement would adopt the same BMI and then delete it as the "old" one. A
+ * create-only input that differs is not a change here; only labels, annotations, connection and guard
+ * update in place. A new incarnation is a new resource (the component names it after the BMI), so a
+ * new name never reaches diff. adoptId only matters at create time.
  */
 export function diff(_id: string, olds: BareMetalInstanceInputs, news: BareMetalInstanceInputs): pulumi.dynamic.DiffResult {
-  const replaces = IMMUTABLE_INPUTS.filter((k) => isUnknown(news[k]) || !same(olds[k], news[k]));
   const updates = MUTABLE_INPUTS.filter((k) => isUnknown(news[k]) || !same(olds[k], news[k]));
-  return { changes: replaces.length + updates.length > 0, replaces: [...replaces], deleteBeforeReplace: false };
+  return { changes: updates.length > 0, replaces: [], deleteBeforeReplace: false };
 }
 
 // ---- create ---------------------------------------------------------------------------------------
@@ -215,10 +242,38 @@ export async function create(inputs: BareMetalInstanceInputs): Promise<pulumi.dy
     }
     const object = withDiskImage(desiredObject(inputs), image);
     failpoint("bmi.create.beforeCall"); // fault suite: killed before the Create reaches the service
-    const { bmi } = await createOrAdopt(c.bareMetalInstances, object, { ownerLabels: { [ORDER_LABEL]: inputs.labels[ORDER_LABEL] } });
+    let bmi: BareMetalInstanceOut;
+    try {
+      ({ bmi } = await createOrAdopt(c.bareMetalInstances, object, { ownerLabels: { [ORDER_LABEL]: inputs.labels[ORDER_LABEL] } }));
+    } catch (err) {
+      const rejection = createRejectionOf(err, inputs);
+      throw rejection ? new Error(rejection) : err;
+    }
     failpoint("bmi.create.afterCommit"); // fault suite: the BMI exists, the engine never hears of it
     return { id: bmi.id, outs: outputsOf(inputs, bmi) };
   });
+}
+
+/**
+ * The marked message of a definitive rejection (the same Create can never succeed: bad request, failed
+ * precondition, or the name held by another owner), or undefined for a transient or other error. The
+ * server's text is kept, with the ignition cut out should the service ever echo it.
+ */
+export function createRejectionOf(err: unknown, inputs: Pick<BareMetalInstanceInputs, "name" | "userData">): string | undefined {
+  const code = err instanceof InvalidArgumentError ? "INVALID_ARGUMENT"
+    : err instanceof FailedPreconditionError ? "FAILED_PRECONDITION"
+      : err instanceof AlreadyExistsError ? "ALREADY_EXISTS" : undefined;
+  if (!code) return undefined;
+  const e = err as FulfillmentError;
+  const violations = err instanceof InvalidArgumentError ? err.fieldViolations.map((v) => `${v.field}: ${v.description}`) : [];
+  let text = e.details || violations.join("; ");
+  if (code === "ALREADY_EXISTS") text = `the name is held by a BareMetalInstance of another owner (${text})`;
+  const message = redact(text, inputs.userData).slice(0, MAX_REJECTION_MESSAGE);
+  return formatCreateRejection({ bmiName: inputs.name, code, message: message || code });
+}
+
+function redact(text: string, secret: string | undefined): string {
+  return secret && secret.length >= 8 ? text.split(secret).join("<userData>") : text;
 }
 
 // ---- read / update / delete -----------------------------------------------------------------------
@@ -242,33 +297,109 @@ export async function read(id: string, props: BareMetalInstanceOutputs): Promise
   });
 }
 
-/** Only labels and annotations can change in place (plus the connection, which is local). */
+/**
+ * Only labels and annotations change on the service; connection and guard are local, so a change of
+ * only those never calls it. The create-only inputs keep the values the BMI was created with (I2).
+ */
 export async function update(id: string, olds: BareMetalInstanceOutputs, news: BareMetalInstanceInputs): Promise<pulumi.dynamic.UpdateResult<BareMetalInstanceOutputs>> {
+  const kept: Partial<BareMetalInstanceInputs> = {};
+  for (const k of IMMUTABLE_INPUTS) if (olds[k] !== undefined) (kept as Record<string, unknown>)[k] = olds[k];
+  const next: BareMetalInstanceInputs = { ...news, ...kept };
+  if (same(olds.labels, news.labels) && same(olds.annotations, news.annotations)) {
+    return { outs: { ...olds, ...next } };
+  }
   return withClient(news.connection, async (c) => {
-    let bmi = await c.bareMetalInstances.get(id);
-    if (!same(olds.labels, news.labels) || !same(olds.annotations, news.annotations)) {
-      const labels: Record<string, string> = { ...news.labels };
-      const annotations: Record<string, string> = { ...news.annotations };
-      const keptLabel = bmi.metadata?.labels[INSTANCE_TYPE_LABEL];
-      const keptAnnotation = bmi.metadata?.annotations[DISK_IMAGE_ANNOTATION];
-      if (keptLabel) labels[INSTANCE_TYPE_LABEL] = keptLabel;
-      if (keptAnnotation) annotations[DISK_IMAGE_ANNOTATION] = keptAnnotation;
-      bmi = await c.bareMetalInstances.update({ id, metadata: { labels, annotations } },
-        { updateMask: ["metadata.labels", "metadata.annotations"] });
-    }
-    return { outs: outputsOf(news, bmi) };
+    const live = await c.bareMetalInstances.get(id);
+    const labels: Record<string, string> = { ...news.labels };
+    const annotations: Record<string, string> = { ...news.annotations };
+    const keptLabel = live.metadata?.labels[INSTANCE_TYPE_LABEL];
+    const keptAnnotation = live.metadata?.annotations[DISK_IMAGE_ANNOTATION];
+    if (keptLabel) labels[INSTANCE_TYPE_LABEL] = keptLabel;
+    if (keptAnnotation) annotations[DISK_IMAGE_ANNOTATION] = keptAnnotation;
+    const bmi = await c.bareMetalInstances.update({ id, metadata: { labels, annotations } },
+      { updateMask: ["metadata.labels", "metadata.annotations"] });
+    return { outs: outputsOf(next, bmi) };
   });
 }
 
+const kubes = new Map<string, Kube>();
+function kubeFor(path: string): Kube {
+  let k = kubes.get(path);
+  if (!k) {
+    k = new Kube(loadKubeConfig(path));
+    kubes.set(path, k);
+  }
+  return k;
+}
+
+export type DeleteDecision = { allowed: true; why: string } | { allowed: false; reason: string };
+
 /**
- * Delete, then wait until the service no longer has it (finalizers done). Past
- * BMW_BMI_DELETE_TIMEOUT_MS (default 10 min) it throws, so the resource stays in state and the next
- * run tries again. NotFound at any point means it is gone.
+ * Invariant I1 as the provider applies it to one BMI, from the ClusterOrder as read now (undefined: it
+ * does not exist). Allowed only when the order this BMI belonged to is gone or being deleted, or the
+ * order's status entry for this BMI (by id, else by name when no id was recorded) is in a phase the
+ * planner retires a slot with; everything else is refused.
+ */
+export function deleteDecision(order: ClusterOrder | undefined, guard: DeleteGuard, bmi: { id: string; name: string }): DeleteDecision {
+  const where = `ClusterOrder ${guard.namespace}/${guard.orderName}`;
+  if (!order) return { allowed: true, why: `${where} no longer exists` };
+  if (order.metadata.uid !== guard.orderUid) return { allowed: true, why: `${where} was re-created (the order of this BareMetalInstance is gone)` };
+  if (order.metadata.deletionTimestamp) return { allowed: true, why: `${where} is being deleted` };
+  const workers = order.status?.workers ?? [];
+  const entry = workers.find((w) => w.bareMetalInstance?.id === bmi.id) ??
+    workers.find((w) => !w.bareMetalInstance?.id && w.bareMetalInstance?.name === bmi.name);
+  if (!entry) {
+    return { allowed: false, reason: `${where} records no worker for this BareMetalInstance; only a worker the planner retired ` +
+      `(${RETIRED_PHASES.join(", ")}) or the order's deletion lets it be deleted` };
+  }
+  if (RETIRED_PHASES.includes(entry.phase)) return { allowed: true, why: `worker ${entry.name} is ${entry.phase}` };
+  return { allowed: false, reason: `worker ${entry.name} is ${entry.phase} in ${where}; only a worker the planner retired ` +
+    `(${RETIRED_PHASES.join(", ")}) or the order's deletion lets its BareMetalInstance be deleted` };
+}
+
+/** Why the order could not be read, without request or response bodies. */
+function unreadable(err: unknown): string {
+  if (err instanceof KubeError) return `${err.code} ${err.reason}`;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" ? code : err instanceof Error ? err.name : "unknown error";
+}
+
+function refusal(id: string, name: string, slot: string, reason: string): Error {
+  return new Error(formatDeleteRefusal({ slot, bmiName: name, reason: `refusing to delete BareMetalInstance ${name} (${id}): ${reason}` }));
+}
+
+/** Throws the refusal when the planner did not decide this Delete (I1). */
+async function checkDeleteAllowed(id: string, name: string, guard: DeleteGuard | undefined): Promise<void> {
+  if (!guard || typeof guard !== "object" || !guard.kubeconfigPath || !guard.orderName || !guard.namespace || !guard.slot) {
+    throw refusal(id, name, "unknown", "the stack records no ClusterOrder to check the deletion against");
+  }
+  let order: ClusterOrder | undefined;
+  try {
+    order = await kubeFor(guard.kubeconfigPath).getClusterOrder(guard.namespace, guard.orderName);
+  } catch (err) {
+    throw refusal(id, name, guard.slot,
+      `ClusterOrder ${guard.namespace}/${guard.orderName} could not be read (${unreadable(err)}), so the deletion cannot be checked`);
+  }
+  const decision = deleteDecision(order, guard, { id, name });
+  if (!decision.allowed) throw refusal(id, name, guard.slot, decision.reason);
+}
+
+/**
+ * Deletes the BMI only when the planner retired it (checkDeleteAllowed), then returns without waiting:
+ * the service finishes the deletion, and the planner keeps the slot Deleting until a Get says NOT_FOUND.
+ * A BMI that is gone or already being deleted needs nothing more.
  */
 export async function remove(id: string, props: BareMetalInstanceOutputs): Promise<void> {
-  const timeoutMs = envMs("BMW_BMI_DELETE_TIMEOUT_MS", DEFAULT_DELETE_TIMEOUT_MS);
-  const pollMs = envMs("BMW_BMI_DELETE_POLL_MS", DEFAULT_DELETE_POLL_MS);
   await withClient(props.connection, async (c) => {
+    let bmi: BareMetalInstanceOut;
+    try {
+      bmi = await c.bareMetalInstances.get(id);
+    } catch (err) {
+      if (err instanceof NotFoundError) return;
+      throw err;
+    }
+    if (bmi.metadata?.deletion_timestamp) return;
+    await checkDeleteAllowed(id, bmi.metadata?.name ?? props.name, props.guard);
     failpoint("bmi.delete.beforeCall"); // fault suite: killed before the Delete reaches the service
     try {
       await c.bareMetalInstances.delete(id);
@@ -277,20 +408,5 @@ export async function remove(id: string, props: BareMetalInstanceOutputs): Promi
       throw err;
     }
     failpoint("bmi.delete.afterCall"); // fault suite: the Delete was accepted, the engine never hears of it
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      try {
-        await c.bareMetalInstances.get(id);
-      } catch (err) {
-        if (err instanceof NotFoundError) return;
-        throw err;
-      }
-      failpoint("bmi.delete.waiting"); // fault suite: killed while waiting for the BMI to be gone
-      if (Date.now() >= deadline) {
-        throw new Error(`BareMetalInstance '${props.name}' (${id}) is still being deleted after ${timeoutMs} ms; ` +
-          "it stays in the stack and the deletion is checked again on the next run");
-      }
-      await sleep(Math.min(pollMs, Math.max(1, deadline - Date.now())));
-    }
   });
 }

@@ -5,8 +5,8 @@ import { Connection, ConnectionOptions } from "./connection";
 import { ResourceClient } from "./resource";
 import type {
   BareMetalInstance, BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut, BareMetalInstanceOut,
-  BareMetalInstanceType, BareMetalInstanceTypeOut, Cluster, ClusterOut, ClusterVersion, ClusterVersionOut, DiskImage,
-  DiskImageOut,
+  BareMetalInstanceTemplate, BareMetalInstanceTemplateOut, BareMetalInstanceType, BareMetalInstanceTypeOut, Cluster,
+  ClusterOut, ClusterVersion, ClusterVersionOut, DiskImage, DiskImageOut, HostType, HostTypeOut,
 } from "./types";
 
 export type FulfillmentClientOptions = ConnectionOptions;
@@ -15,6 +15,8 @@ export class FulfillmentClient {
   readonly bareMetalInstances: ResourceClient<BareMetalInstance, BareMetalInstanceOut>;
   readonly catalogItems: ResourceClient<BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut>;
   readonly instanceTypes: ResourceClient<BareMetalInstanceType, BareMetalInstanceTypeOut>;
+  readonly templates: ResourceClient<BareMetalInstanceTemplate, BareMetalInstanceTemplateOut>;
+  readonly hostTypes: ResourceClient<HostType, HostTypeOut>;
   readonly diskImages: ResourceClient<DiskImage, DiskImageOut>;
   readonly clusterVersions: ResourceClient<ClusterVersion, ClusterVersionOut>;
   readonly clusters: ResourceClient<Cluster, ClusterOut>;
@@ -26,6 +28,8 @@ export class FulfillmentClient {
     this.bareMetalInstances = new ResourceClient(this.conn, v1.BareMetalInstances.service);
     this.catalogItems = new ResourceClient(this.conn, v1.BareMetalInstanceCatalogItems.service);
     this.instanceTypes = new ResourceClient(this.conn, v1.BareMetalInstanceTypes.service);
+    this.templates = new ResourceClient(this.conn, v1.BareMetalInstanceTemplates.service);
+    this.hostTypes = new ResourceClient(this.conn, v1.HostTypes.service);
     this.diskImages = new ResourceClient(this.conn, v1.DiskImages.service);
     this.clusterVersions = new ResourceClient(this.conn, v1.ClusterVersions.service);
     this.clusters = new ResourceClient(this.conn, v1.Clusters.service);

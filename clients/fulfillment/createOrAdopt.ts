@@ -51,7 +51,9 @@ export async function createOrAdopt(
     const existing = await find(); // list-before-create: a replay makes no mutating call
     if (existing) return adopt(existing);
     try {
-      return { bmi: await bmis.create(object), adopted: false };
+      const created = await bmis.create(object);
+      // The stored object, not the Create response: the response echoes fields the server drops on storage.
+      return { bmi: await bmis.get(created.id), adopted: false };
     } catch (err) {
       if (!(err instanceof AlreadyExistsError || err instanceof UnavailableError)) throw err;
       const found = await find();

@@ -1,7 +1,12 @@
 // Offset/limit paging as the service implements it: default page 100, hard cap 1000, `total` counts
-// every match. Loop with offset += size until offset >= total.
+// every match. The service pages over an unordered result, so consecutive pages may overlap or skip
+// objects; a listing that cannot prove it saw every match fails closed (InconsistentListError), because
+// a caller that took a partial list for the whole would treat the missing objects as gone.
 
 export const MAX_PAGE_SIZE = 1000;
+
+/** Whole listings tried before an inconsistent one is reported (writes between pages are normal). */
+export const LIST_ATTEMPTS = 3;
 
 export interface ListPage<T> {
   items: T[];
@@ -13,6 +18,11 @@ export interface ListPage<T> {
 
 export type PageFetcher<T> = (offset: number, limit: number) => Promise<ListPage<T>>;
 
+/** The pages of one listing did not add up: the caller must treat the list as unknown, never as complete. */
+export class InconsistentListError extends Error {
+  override name = "InconsistentListError";
+}
+
 /**
  * A page larger than the channel's receive limit fails on the client with RESOURCE_EXHAUSTED ("Received
  * message larger than max"). BareMetalInstances carry their ignition (up to 64 KiB each), so a full page
@@ -23,22 +33,69 @@ export function isOversizedPage(err: unknown): boolean {
   return e?.code === 8 /* RESOURCE_EXHAUSTED */ && /larger than max/i.test(String(e.details ?? e.message ?? ""));
 }
 
-/** Fetches every page. Stops early on an empty page: objects vanished between pages, not a loop. */
-export async function collectPages<T>(fetch: PageFetcher<T>, pageSize = MAX_PAGE_SIZE): Promise<T[]> {
+export interface CollectOptions<T> {
+  pageSize?: number;
+  /** Identity of an item; with it, an item seen twice makes the listing inconsistent. */
+  key?: (item: T) => string;
+  attempts?: number;
+}
+
+/**
+ * Fetches every page. The listing is accepted only when `total` stayed the same on every page, no page
+ * came back empty before `total` was reached, no item came twice, exactly `total` items arrived and the
+ * page after them is empty; otherwise the whole listing is tried again, up to `attempts` times, then
+ * InconsistentListError. The closing empty page costs one small call per listing.
+ */
+export async function collectPages<T>(fetch: PageFetcher<T>, opts: CollectOptions<T> | number = {}): Promise<T[]> {
+  const o: CollectOptions<T> = typeof opts === "number" ? { pageSize: opts } : opts;
+  const pageSize = o.pageSize ?? MAX_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new Error(`page size must be a positive integer, got ${pageSize}`);
-  let limit = Math.min(pageSize, MAX_PAGE_SIZE);
+  const state = { limit: Math.min(pageSize, MAX_PAGE_SIZE) };
+  let last: InconsistentListError | undefined;
+  for (let attempt = 0; attempt < Math.max(1, o.attempts ?? LIST_ATTEMPTS); attempt++) {
+    try {
+      return await collectOnce(fetch, state, o.key);
+    } catch (err) {
+      if (!(err instanceof InconsistentListError)) throw err;
+      last = err;
+    }
+  }
+  throw last!;
+}
+
+async function collectOnce<T>(fetch: PageFetcher<T>, state: { limit: number }, key?: (item: T) => string): Promise<T[]> {
   const items: T[] = [];
+  const seen = new Set<string>();
+  let total: number | undefined;
   for (let offset = 0; ;) {
     let page: ListPage<T>;
+    // Once `total` items arrived, one more page (of one item) must come back empty: a total reported
+    // too low would otherwise end the listing early unnoticed, even on a short last page.
+    const limit = total !== undefined && offset >= total ? 1 : state.limit;
     try {
       page = await fetch(offset, limit);
     } catch (err) {
       if (!isOversizedPage(err) || limit === 1) throw err;
-      limit = Math.ceil(limit / 2);
+      state.limit = Math.ceil(state.limit / 2);
       continue;
     }
-    items.push(...page.items);
+    if (total !== undefined && page.total !== total) {
+      throw new InconsistentListError(`the list's total changed from ${total} to ${page.total} between pages`);
+    }
+    total = page.total;
+    for (const item of page.items) {
+      if (key) {
+        const k = key(item);
+        if (seen.has(k)) throw new InconsistentListError(`item ${k} came twice in one listing`);
+        seen.add(k);
+      }
+      items.push(item);
+    }
     offset += page.items.length;
-    if (page.items.length === 0 || offset >= page.total) return items;
+    if (offset > total) throw new InconsistentListError(`${offset} items arrived but total says ${total}`);
+    if (page.items.length === 0) {
+      if (offset === total) return items;
+      throw new InconsistentListError(`empty page at offset ${offset} before total ${total} was reached`);
+    }
   }
 }

@@ -29,6 +29,21 @@ export function instanceTypeOf(bmi: BareMetalInstanceOut): string | undefined {
   return bmi.spec?.instance_type || bmi.metadata?.labels[INSTANCE_TYPE_LABEL] || undefined;
 }
 
+/**
+ * Whether the server stores spec.instance_type, judged from a Get of a BMI it created with the field
+ * set. Never from a Create response: a server that does not know a field echoes it there and drops it
+ * on storage (fulfillment-api.md §11).
+ */
+export async function storesInstanceType(
+  bmis: ResourceClient<BareMetalInstance, BareMetalInstanceOut>,
+  created: BareMetalInstanceOut,
+): Promise<boolean> {
+  const asked = created.metadata?.labels[INSTANCE_TYPE_LABEL];
+  if (!asked) return false; // not created through withInstanceType: nothing to judge by
+  const stored = await bmis.get(created.id);
+  return stored.spec?.instance_type === asked;
+}
+
 /** The image the current service understands, plus the DiskImage id for later readers. */
 export function withDiskImage(bmi: BareMetalInstance, diskImage: DiskImageOut): BareMetalInstance {
   const image: BareMetalInstanceImage = { source_type: "registry", source_ref: diskImage.spec?.source_ref ?? "" };

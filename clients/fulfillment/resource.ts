@@ -52,9 +52,10 @@ export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> {
     return { items: res.items, size: res.size, total: res.total };
   }
 
-  /** Every match, page by page. */
+  /** Every match, page by page; InconsistentListError when the pages do not add up to one complete list. */
   listAll(filter?: CelFilter, pageSize = MAX_PAGE_SIZE): Promise<OOut[]> {
-    return collectPages((offset, limit) => this.list({ filter, offset, limit }), pageSize);
+    return collectPages((offset, limit) => this.list({ filter, offset, limit }),
+      { pageSize, key: (o) => (o as { id?: string }).id ?? "" });
   }
 
   /** Idempotent. NotFoundError when it does not exist or is invisible. */

@@ -22,6 +22,10 @@ export type {
 export type {
   BareMetalInstanceType, BareMetalInstanceType__Output as BareMetalInstanceTypeOut,
 } from "../../protos/gen/osac/private/v1/BareMetalInstanceType";
+export type {
+  BareMetalInstanceTemplate, BareMetalInstanceTemplate__Output as BareMetalInstanceTemplateOut,
+} from "../../protos/gen/osac/private/v1/BareMetalInstanceTemplate";
+export type { HostType, HostType__Output as HostTypeOut } from "../../protos/gen/osac/private/v1/HostType";
 export type { DiskImage, DiskImage__Output as DiskImageOut } from "../../protos/gen/osac/private/v1/DiskImage";
 export type {
   DiskImageReference, DiskImageReference__Output as DiskImageReferenceOut,

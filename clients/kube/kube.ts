@@ -8,9 +8,10 @@ import * as k8s from "@kubernetes/client-node";
 import { FIELD_MANAGER } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { classifyKubeError, isConflict, isNotFound, KubeError } from "./errors";
+import { fieldManagerConflicts, withoutFields } from "./fieldConflicts";
 import type {
   AgentObject, AgentPatch, ClusterDeploymentObject, EventInput, InfraEnvObject, LeaseObject, NodePoolObject, ObjectRef,
-  SecretObject, WatchEventType,
+  WatchEventType,
 } from "./types";
 
 /** group/version/plural of every kind the layer talks to. */
@@ -48,13 +49,11 @@ export function microTime(d: Date): string {
 
 export class Kube {
   private readonly custom: k8s.CustomObjectsApi;
-  private readonly core: k8s.CoreV1Api;
   private readonly instance: string;
   private readonly timeoutMs = Number(process.env.BMW_KUBE_TIMEOUT_MS ?? 30_000);
 
   constructor(readonly kc: k8s.KubeConfig, opts: KubeOptions = {}) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.instance = (opts.instance ?? `${FIELD_MANAGER}-${os.hostname()}`).slice(0, 128);
   }
 
@@ -70,22 +69,35 @@ export class Kube {
   }
 
   /**
-   * Server-side apply of `status` on the /status subresource as FIELD_MANAGER. The program owns
-   * exactly the fields it passes: fields of other managers survive, and fields it applied before but
-   * omits now are removed (workers[] is a map keyed by name, so an omitted entry is deleted). With
+   * Server-side apply of `status` on the /status subresource as FIELD_MANAGER, without force. The program
+   * owns exactly the fields it passes: fields of other managers survive, and fields it applied before but
+   * omits now are removed (workers[] is a map keyed by name, conditions[] one keyed by type, so an omitted
+   * entry is deleted). A field another manager owns with a different value is left to that manager: it is
+   * dropped from this write (`onFieldConflict` is told which) and the rest is applied. With
    * `resourceVersion` the write is conditional and a stale one fails with ConflictError.
    */
   async applyClusterOrderStatus(ref: ObjectRef, status: ClusterOrderStatusFields,
-    opts: { resourceVersion?: string } = {}): Promise<ClusterOrder> {
-    const body = {
-      apiVersion: apiVersionOf(KINDS.ClusterOrder), kind: KINDS.ClusterOrder.kind,
-      metadata: { name: ref.name, namespace: ref.namespace, ...(opts.resourceVersion ? { resourceVersion: opts.resourceVersion } : {}) },
-      status,
+    opts: { resourceVersion?: string; onFieldConflict?: (fields: string[]) => void } = {}): Promise<ClusterOrder> {
+    const apply = (s: ClusterOrderStatusFields) => {
+      const body = {
+        apiVersion: apiVersionOf(KINDS.ClusterOrder), kind: KINDS.ClusterOrder.kind,
+        metadata: { name: ref.name, namespace: ref.namespace, ...(opts.resourceVersion ? { resourceVersion: opts.resourceVersion } : {}) },
+        status: s,
+      };
+      return this.call<ClusterOrder>(`apply status of ClusterOrder ${ref.namespace}/${ref.name}`, () =>
+        this.custom.patchNamespacedCustomObjectStatus({
+          ...gvp(KINDS.ClusterOrder), namespace: ref.namespace, name: ref.name, body, fieldManager: FIELD_MANAGER, force: false,
+        }, APPLY));
     };
-    return this.call(`apply status of ClusterOrder ${ref.namespace}/${ref.name}`, () =>
-      this.custom.patchNamespacedCustomObjectStatus({
-        ...gvp(KINDS.ClusterOrder), namespace: ref.namespace, name: ref.name, body, fieldManager: FIELD_MANAGER, force: true,
-      }, APPLY));
+    try {
+      return await apply(status);
+    } catch (err) {
+      const fields = fieldManagerConflicts(err);
+      const rest = fields.length > 0 ? withoutFields({ status }, fields)?.status : undefined;
+      if (!rest) throw err;
+      opts.onFieldConflict?.(fields);
+      return apply(rest);
+    }
   }
 
   /**
@@ -171,16 +183,6 @@ export class Kube {
 
   listClusterDeployments(namespace: string): Promise<ClusterDeploymentObject[]> {
     return this.list<ClusterDeploymentObject>(KINDS.ClusterDeployment, namespace);
-  }
-
-  async getSecret(namespace: string, name: string): Promise<SecretObject | undefined> {
-    try {
-      const s = await this.call(`get Secret ${namespace}/${name}`, () => this.core.readNamespacedSecret({ namespace, name }));
-      return { metadata: { ...s.metadata, name: s.metadata?.name ?? name } as SecretObject["metadata"], type: s.type, data: s.data };
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
   }
 
   // ---- Events -----------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 // BareMetalInstance-specific server rules: Create validation in the service's order
 // (fulfillment-api.md §3.5) and the immutable fields of Update (§3.6).
-import type { BareMetalInstanceOut, BareMetalInstanceSpecOut, BareMetalInstanceTypeOut } from "../../clients/fulfillment/types";
+import type { BareMetalInstanceOut, BareMetalInstanceSpecOut, HostTypeOut } from "../../clients/fulfillment/types";
 import { canSee, SHARED, Subject } from "./auth";
 import type { FulfillmentEngine } from "./engine";
 import { initialStatus } from "./bmiLifecycle";
-import { findInstanceType, instanceTypeNameOf } from "./instanceTypes";
+import { findInstanceType } from "./instanceTypes";
 import { invalid, notFound } from "./status";
 import type { Kind, ObjectsByKind, RowSim } from "./store";
 import { validateSshKey, validateUserData } from "./validation";
@@ -22,6 +22,25 @@ export function stripProposals(engine: FulfillmentEngine, kind: Kind, obj: Objec
     const spec = (obj as ObjectsByKind["ClusterVersions"]).spec;
     if (spec) spec.disk_image = null;
   }
+}
+
+/**
+ * What a server without the proposal fields answers a Create with: the request's unknown fields are
+ * echoed in the response (they round-trip through the decoded message) though storage dropped them.
+ */
+export function echoProposals<K extends Kind>(engine: FulfillmentEngine, kind: K, requested: ObjectsByKind[K], stored: ObjectsByKind[K]): ObjectsByKind[K] {
+  const out = structuredClone(stored);
+  if (kind === "BareMetalInstances" && !engine.keepsProposal("instanceType")) {
+    const spec = (out as BareMetalInstanceOut).spec;
+    const asked = (requested as BareMetalInstanceOut).spec?.instance_type;
+    if (spec && asked) spec.instance_type = asked;
+  }
+  if (kind === "ClusterVersions" && !engine.keepsProposal("clusterVersionDiskImage")) {
+    const spec = (out as ObjectsByKind["ClusterVersions"]).spec;
+    const asked = (requested as ObjectsByKind["ClusterVersions"]).spec?.disk_image;
+    if (spec && asked) spec.disk_image = asked;
+  }
+  return out;
 }
 
 function resolveCatalogItem(engine: FulfillmentEngine, subject: Subject, spec: BareMetalInstanceSpecOut, tenant: string) {
@@ -84,7 +103,24 @@ function checkFieldDefinitions(spec: BareMetalInstanceSpecOut, defs: ObjectsByKi
   }
 }
 
-function checkNetworkAttachments(spec: BareMetalInstanceSpecOut, type: BareMetalInstanceTypeOut | undefined) {
+/**
+ * The HostType the attachments are checked against: the one of the catalog item's template, when the
+ * template has a host_type. The BareMetalInstanceType's network_ports play no part (fulfillment-api.md
+ * §3.5 step 6, §11).
+ */
+function hostTypeOf(engine: FulfillmentEngine, item: ObjectsByKind["BareMetalInstanceCatalogItems"]): HostTypeOut | undefined {
+  const ref = item.template;
+  if (!ref || (!ref.id && !ref.name)) return undefined;
+  const template = engine.store.rows("BareMetalInstanceTemplates").map((r) => r.obj)
+    .find((t) => (ref.id ? t.id === ref.id : t.metadata?.name === ref.name));
+  if (!template?.host_type) return undefined;
+  const wanted = template.host_type;
+  const hostType = engine.store.rows("HostTypes").map((r) => r.obj).find((h) => h.id === wanted || h.metadata?.name === wanted);
+  if (!hostType) throw invalid(`host type '${wanted}' of template '${template.id}' not found`, ATTACHMENTS);
+  return hostType;
+}
+
+function checkNetworkAttachments(spec: BareMetalInstanceSpecOut, hostType: HostTypeOut | undefined) {
   const atts = spec.network_attachments;
   if (atts.length > 1) {
     if (atts.some((a) => !a.interface)) throw invalid("every network attachment needs an interface when there are several", ATTACHMENTS);
@@ -93,15 +129,17 @@ function checkNetworkAttachments(spec: BareMetalInstanceSpecOut, type: BareMetal
   const names = atts.map((a) => a.interface).filter((i): i is string => !!i);
   if (new Set(names).size !== names.length) throw invalid("network attachment interfaces must be unique", ATTACHMENTS);
   if (atts.some((a) => !a.subnet || (!a.subnet.id && !a.subnet.name))) throw invalid("network attachment needs a subnet", ATTACHMENTS);
-  if (!type) return;
-  const ports = type.spec?.hardware?.network_ports ?? [];
-  const usable = ports.filter((p) => p.role !== "lifecycle");
-  for (const n of names) {
-    const port = ports.find((p) => p.name === n);
-    if (!port) throw invalid(`interface '${n}' is not a network port of instance type '${type.metadata!.name}'`, ATTACHMENTS);
-    if (port.role === "lifecycle") throw invalid(`interface '${n}' has role lifecycle and cannot be attached`, ATTACHMENTS);
-  }
-  if (atts.length > usable.length) throw invalid(`instance type '${type.metadata!.name}' has only ${usable.length} usable ports`, ATTACHMENTS);
+  if (!hostType) return;
+  const usable = hostType.interfaces.filter((i) => i.role !== "lifecycle");
+  atts.forEach((a, i) => {
+    if (!a.interface) return;
+    const port = hostType.interfaces.find((p) => p.name === a.interface);
+    if (!port) throw invalid(`network_attachments[${i}]: interface '${a.interface}' not found in host type '${hostType.id}'`, ATTACHMENTS);
+    if (port.role === "lifecycle") {
+      throw invalid(`network_attachments[${i}]: interface '${a.interface}' has role 'lifecycle' and cannot be used for tenant networking`, ATTACHMENTS);
+    }
+  });
+  if (atts.length > usable.length) throw invalid(`host type '${hostType.id}' has only ${usable.length} usable interfaces`, ATTACHMENTS);
 }
 
 /** Validates and defaults a BMI Create; returns the controller's schedule for the new row. */
@@ -115,15 +153,10 @@ export function prepareBmiCreate(engine: FulfillmentEngine, subject: Subject, bm
   if (spec.image && (!spec.image.source_type || !spec.image.source_ref)) {
     throw invalid("spec.image needs both source_type and source_ref", "object.spec.image");
   }
-  let type: BareMetalInstanceTypeOut | undefined;
-  if (spec.instance_type) {
-    type = findInstanceType(engine.store, spec.instance_type);
-    if (!type) throw invalid(`instance type '${spec.instance_type}' not found`, "object.spec.instance_type");
-  } else {
-    const labelled = instanceTypeNameOf(bmi);
-    type = labelled ? findInstanceType(engine.store, labelled) : undefined;
+  if (spec.instance_type && !findInstanceType(engine.store, spec.instance_type)) {
+    throw invalid(`instance type '${spec.instance_type}' not found`, "object.spec.instance_type");
   }
-  checkNetworkAttachments(spec, type);
+  checkNetworkAttachments(spec, hostTypeOf(engine, item));
   bmi.status = initialStatus(engine.now());
   return { provisionAt: engine.now() + engine.timings.provisionMs };
 }

@@ -13,7 +13,8 @@ export function labControlHandlers(engine: FulfillmentEngine): FulfillmentLabHan
       try {
         if (req.method) engine.faults.setMethod(parseMethodFault(req.method));
         else if (req.lifecycle) engine.faults.setLifecycle(req.lifecycle);
-        else throw new Error("SetFault needs a method or a lifecycle fault");
+        else if (req.list) engine.faults.setList(req.list);
+        else throw new Error("SetFault needs a method, a lifecycle or a list fault");
         callback(null, {});
       } catch (err) {
         callback({ code: grpc.status.INVALID_ARGUMENT, details: (err as Error).message });

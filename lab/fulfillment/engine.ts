@@ -13,9 +13,9 @@ import { Faults } from "./faults";
 import type { BootEvent } from "./labProtos";
 import { DEFAULT_TIMINGS, SimulatorSeed, SimulatorTimings } from "./seed";
 import { alreadyExists, invalid, notFound, SimError } from "./status";
-import { Kind, KINDS, ObjectsByKind, Row, Store } from "./store";
-import { validateLabelsAndAnnotations, validateName } from "./validation";
-import { checkBmiUpdate, prepareBmiCreate, stripProposals } from "./bmiRules";
+import { Kind, ObjectsByKind, Row, Store } from "./store";
+import { validateLabelsAndAnnotations, validateName, validateTemplateId } from "./validation";
+import { checkBmiUpdate, echoProposals, prepareBmiCreate, stripProposals } from "./bmiRules";
 import { advanceLifecycle, markDeleting, nextLifecycleDue } from "./bmiLifecycle";
 import { timestamp } from "./timestamp";
 
@@ -57,7 +57,7 @@ export class FulfillmentEngine {
     this.now = opts.now ?? Date.now;
     this.timings = { ...DEFAULT_TIMINGS, ...opts.seed.timings };
     this.store = new Store(opts.stateDir);
-    if (!this.store.load()) this.seedObjects();
+    this.seedObjects(this.store.load());
     for (const h of opts.seed.hosts ?? []) this.store.hosts[h.name] ??= null;
     this.tick();
   }
@@ -96,8 +96,11 @@ export class FulfillmentEngine {
         throw err;
       }
     }
-    const items = matches.slice(offset, offset + limit);
-    return { size: items.length, total: matches.length, items };
+    let shrinkTotal = 0;
+    let pageCap: number | undefined;
+    if (kind === "BareMetalInstances") ({ matches, pageCap, shrinkTotal } = this.faults.takeList(matches));
+    const items = matches.slice(offset, offset + Math.min(limit, pageCap ?? limit));
+    return { size: items.length, total: Math.max(0, matches.length - shrinkTotal), items };
   }
 
   // ---- writes ----
@@ -106,9 +109,11 @@ export class FulfillmentEngine {
     const requestedTenant = (input as { metadata?: { tenant?: string } } | null)?.metadata?.tenant ?? "";
     if (kind === "BareMetalInstances" && requestedTenant !== SYSTEM) this.store.createsWithoutSystemTenant++;
     const obj = this.store.canonical(kind, input ?? {});
+    const requested = this.store.canonical(kind, input ?? {});
     const md: MetadataOut = obj.metadata ?? this.store.canonical(kind, { metadata: {} }).metadata!;
     validateName(md.name);
     validateLabelsAndAnnotations(md);
+    if (kind === "BareMetalInstanceTemplates" && obj.id) validateTemplateId(obj.id);
     md.tenant = createTenant(subject, md.tenant, this.tenants());
     obj.metadata = md;
     stripProposals(this, kind, obj); // a server without the proposal fields never sees them
@@ -121,10 +126,10 @@ export class FulfillmentEngine {
       creation_timestamp: timestamp(now), deletion_timestamp: null, creator: SYSTEM, version: 0,
       finalizers: kind === "BareMetalInstances" ? [CONTROLLER_FINALIZER] : [],
     });
-    if (dryRun) return obj;
+    if (dryRun) return echoProposals(this, kind, requested, obj);
     this.store.put(kind, { obj, sim } as Row<K>);
     this.commit();
-    return obj;
+    return echoProposals(this, kind, requested, obj);
   }
 
   update<K extends Kind>(kind: K, subject: Subject, input: unknown, mask: string[], lock: boolean): ObjectsByKind[K] {
@@ -221,14 +226,16 @@ export class FulfillmentEngine {
     if (clash) throw alreadyExists(`object with name '${md.name}' already exists`);
   }
 
-  private seedObjects(): void {
+  /** Creates the seed's objects of these kinds (every kind on a fresh state dir). */
+  private seedObjects(kinds: Kind[]): void {
     const seed = this.opts.seed;
     const lists: { [K in Kind]: unknown[] | undefined } = {
       BareMetalInstances: [], BareMetalInstanceCatalogItems: seed.catalogItems, BareMetalInstanceTypes: seed.instanceTypes,
+      BareMetalInstanceTemplates: seed.templates, HostTypes: seed.hostTypes,
       DiskImages: seed.diskImages, ClusterVersions: seed.clusterVersions, Clusters: seed.clusters,
     };
     const admin: Subject = { admin: true, tenants: [] };
-    for (const kind of KINDS) {
+    for (const kind of kinds) {
       for (const o of lists[kind] ?? []) {
         const withTenant = o as { metadata?: { tenant?: string } };
         const tenant = withTenant.metadata?.tenant || SHARED;

@@ -1,7 +1,9 @@
 // Run-time fault injection: per-method errors with a rate, added latency, "commit, then drop the
-// response", and lifecycle faults (stuck in DELETING, MACs never reported) for BMIs by name prefix.
+// response", lifecycle faults (stuck in DELETING, MACs never reported) for BMIs by name prefix, and
+// BMI List answers that offset paging over an unordered result can produce (an item left out, a short
+// page, a total too low, a different order on every call).
 import * as grpc from "@grpc/grpc-js";
-import type { LifecycleFault, MethodFault } from "./labProtos";
+import type { LifecycleFault, ListFault, MethodFault } from "./labProtos";
 
 export interface MethodFaultSpec {
   method: string;
@@ -30,9 +32,19 @@ export function parseMethodFault(f: MethodFault): MethodFaultSpec {
   };
 }
 
+/** One BMI List answer after a list fault: the matches it pages over, and how the page is cut. */
+export interface ListAnswer<T> {
+  matches: T[];
+  /** At most this many items in the page. */
+  pageCap?: number;
+  /** Subtracted from the reported total. */
+  shrinkTotal: number;
+}
+
 export class Faults {
   private methods = new Map<string, MethodFaultSpec>();
   private lifecycle: LifecycleFault[] = [];
+  private list: (ListFault & { remaining?: number }) | undefined;
 
   constructor(private readonly random: () => number = Math.random) {}
 
@@ -44,9 +56,34 @@ export class Faults {
     this.lifecycle.push({ ...f });
   }
 
+  setList(f: ListFault): void {
+    this.list = { ...f, remaining: f.times ? f.times : undefined };
+  }
+
   clear(): void {
     this.methods.clear();
     this.lifecycle = [];
+    this.list = undefined;
+  }
+
+  /** The BMI List answer over `matches` (in store order); consumes one application of a counted fault. */
+  takeList<T extends { id: string }>(matches: T[]): ListAnswer<T> {
+    const f = this.list;
+    if (!f) return { matches, shrinkTotal: 0 };
+    if (f.remaining !== undefined && --f.remaining <= 0) this.list = undefined;
+    let out = matches.filter((o) => !f.omit_id || o.id !== f.omit_id);
+    if (f.omit_random && out.length > 0) {
+      const drop = Math.floor(this.random() * out.length);
+      out = out.filter((_, i) => i !== drop);
+    }
+    if (f.reorder) {
+      out = [...out];
+      for (let i = out.length - 1; i > 0; i--) {
+        const j = Math.floor(this.random() * (i + 1));
+        [out[i], out[j]] = [out[j], out[i]];
+      }
+    }
+    return { matches: out, pageCap: f.short_page ?? undefined, shrinkTotal: f.shrink_total };
   }
 
   /** What to do to this call of `method` ("Service/Method"); consumes one application of a counted fault. */

@@ -8,6 +8,7 @@ import type { ProtoGrpcType } from "./protos/gen/fulfillment_lab";
 export type { BootEvent__Output as BootEvent } from "./protos/gen/bmwlab/v1/BootEvent";
 export type { MethodFault__Output as MethodFault } from "./protos/gen/bmwlab/v1/MethodFault";
 export type { LifecycleFault__Output as LifecycleFault } from "./protos/gen/bmwlab/v1/LifecycleFault";
+export type { ListFault__Output as ListFault } from "./protos/gen/bmwlab/v1/ListFault";
 export type { FulfillmentLabClient } from "./protos/gen/bmwlab/v1/FulfillmentLab";
 export type { StatsResponse__Output as LabStats } from "./protos/gen/bmwlab/v1/StatsResponse";
 

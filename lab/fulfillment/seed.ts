@@ -1,9 +1,10 @@
 // The simulator's seed file: identities, tenants, the host inventory and the objects that exist before
-// the program runs (instance types, catalog items, disk images, cluster versions, clusters). Objects
+// the program runs (instance types, catalog items, templates, HostTypes, disk images, cluster versions,
+// clusters). Objects
 // use the generated request shapes; their metadata.tenant defaults to "shared" (visible to everyone).
 import * as fs from "node:fs";
 import type {
-  BareMetalInstanceCatalogItem, BareMetalInstanceType, Cluster, ClusterVersion, DiskImage,
+  BareMetalInstanceCatalogItem, BareMetalInstanceTemplate, BareMetalInstanceType, Cluster, ClusterVersion, DiskImage, HostType,
 } from "../../clients/fulfillment/types";
 
 export interface SeedToken {
@@ -35,6 +36,12 @@ export interface SimulatorSeed {
   hosts?: SeedHost[];
   instanceTypes?: BareMetalInstanceType[];
   catalogItems?: BareMetalInstanceCatalogItem[];
+  /**
+   * BareMetalInstanceTemplates catalog items refer to (§4.2); a BMI of an item whose template has a
+   * host_type (a HostType id or name) gets its attachment interfaces checked against that HostType (§4.5).
+   */
+  templates?: BareMetalInstanceTemplate[];
+  hostTypes?: HostType[];
   diskImages?: DiskImage[];
   clusterVersions?: ClusterVersion[];
   clusters?: Cluster[];

@@ -1,4 +1,4 @@
-// The simulator as a grpc-js server on loopback: the six osac.private.v1 services backed by the
+// The simulator as a grpc-js server on loopback: the eight osac.private.v1 services backed by the
 // engine, every call through authentication and fault injection, plus the lab-only bmwlab.v1
 // control service (faults, stats, boot stream). Start it in-process with startSimulator(), or as its
 // own process through main.ts.

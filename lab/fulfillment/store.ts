@@ -6,8 +6,8 @@ import * as path from "node:path";
 import type * as protobuf from "protobufjs";
 import { loadFulfillmentRoot } from "../../protos/fulfillment";
 import type {
-  BareMetalInstanceCatalogItemOut, BareMetalInstanceOut, BareMetalInstanceTypeOut, ClusterOut, ClusterVersionOut,
-  DiskImageOut,
+  BareMetalInstanceCatalogItemOut, BareMetalInstanceOut, BareMetalInstanceTemplateOut, BareMetalInstanceTypeOut, ClusterOut,
+  ClusterVersionOut, DiskImageOut, HostTypeOut,
 } from "../../clients/fulfillment/types";
 import type { BootEvent } from "./labProtos";
 
@@ -15,6 +15,8 @@ export const KIND_TYPES = {
   BareMetalInstances: "osac.private.v1.BareMetalInstance",
   BareMetalInstanceCatalogItems: "osac.private.v1.BareMetalInstanceCatalogItem",
   BareMetalInstanceTypes: "osac.private.v1.BareMetalInstanceType",
+  BareMetalInstanceTemplates: "osac.private.v1.BareMetalInstanceTemplate",
+  HostTypes: "osac.private.v1.HostType",
   DiskImages: "osac.private.v1.DiskImage",
   ClusterVersions: "osac.private.v1.ClusterVersion",
   Clusters: "osac.private.v1.Cluster",
@@ -27,6 +29,8 @@ export interface ObjectsByKind {
   BareMetalInstances: BareMetalInstanceOut;
   BareMetalInstanceCatalogItems: BareMetalInstanceCatalogItemOut;
   BareMetalInstanceTypes: BareMetalInstanceTypeOut;
+  BareMetalInstanceTemplates: BareMetalInstanceTemplateOut;
+  HostTypes: HostTypeOut;
   DiskImages: DiskImageOut;
   ClusterVersions: ClusterVersionOut;
   Clusters: ClusterOut;
@@ -100,9 +104,12 @@ export class Store {
     this.table(kind).delete(id);
   }
 
-  /** true when a previous run left state behind. */
-  load(): boolean {
-    if (!fs.existsSync(this.file)) return false;
+  /**
+   * Reads the state a previous run left behind; returns the kinds it holds no table for (all of them
+   * without a state file), which the caller seeds.
+   */
+  load(): Kind[] {
+    if (!fs.existsSync(this.file)) return KINDS;
     const state = JSON.parse(fs.readFileSync(this.file, "utf8")) as StateFile;
     for (const kind of KINDS) {
       for (const r of state.rows[kind] ?? []) this.put(kind, { obj: this.canonical(kind, r.obj), sim: r.sim });
@@ -110,7 +117,7 @@ export class Store {
     this.hosts = state.hosts;
     this.boots = state.boots;
     this.createsWithoutSystemTenant = state.createsWithoutSystemTenant;
-    return true;
+    return KINDS.filter((k) => !state.rows[k]);
   }
 
   save(): void {

@@ -8,6 +8,8 @@ const KEY_NAME = /^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/;
 
 export const USER_DATA_MAX_BYTES = 64 * 1024;
 
+const TEMPLATE_ID = /^[a-zA-Z_][a-zA-Z0-9._]*$/;
+
 export function validateName(name: string): void {
   if (!name) throw invalid("metadata.name is mandatory", "object.metadata.name");
   if (!NAME.test(name)) {
@@ -34,6 +36,11 @@ export function validateLabelsAndAnnotations(md: MetadataOut): void {
   for (const k of Object.keys(md.annotations)) {
     if (!validKey(k)) throw invalid(`annotation key '${k}' is not valid`, `object.metadata.annotations`);
   }
+}
+
+/** A caller-supplied BareMetalInstanceTemplate id (private protovalidate, fulfillment-api.md §4.2). */
+export function validateTemplateId(id: string): void {
+  if (!TEMPLATE_ID.test(id)) throw invalid(`template id '${id}' must match ${TEMPLATE_ID.source}`, "object.id");
 }
 
 /** OpenSSH public key: "<type> <base64> [comment]". */

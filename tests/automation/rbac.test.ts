@@ -1,6 +1,6 @@
 // The deploy/ ClusterRole, bound to a real ServiceAccount token in the test plane: it can do what the
 // reconciler does (status of ClusterOrders, Agents, InfraEnvs, NodePools, Events, its Lease) and
-// cannot list Secrets cluster-wide, delete Namespaces or write outside its grants.
+// cannot read or list any Secret, delete Namespaces or write outside its grants.
 import * as k8s from "@kubernetes/client-node";
 import { Kube } from "../../clients/kube";
 import { kubeReachable } from "../../automation/health";
@@ -47,14 +47,13 @@ describe("deploy/reconciler.yaml RBAC", () => {
     await id?.cleanup();
   });
 
-  it("declares the design's rules and nothing cluster-wide on Secrets beyond get", () => {
+  it("declares the design's rules", () => {
     const { clusterRole, leaseRole } = loadReconcilerRbac();
     const verbs = (group: string, resource: string) =>
       clusterRole.rules!.filter((r) => r.apiGroups!.includes(group) && r.resources!.includes(resource)).flatMap((r) => r.verbs).sort();
     expect(verbs("agent-install.openshift.io", "agents")).toEqual(["delete", "get", "list", "patch", "watch"]);
     expect(verbs("agent-install.openshift.io", "infraenvs")).toEqual(["create", "delete", "get", "list", "patch", "update", "watch"]);
     expect(verbs("osac.openshift.io", "clusterorders/status")).toEqual(["get", "patch", "update"]);
-    expect(verbs("", "secrets")).toEqual(["get"]);
     expect(clusterRole.rules!.some((r) => r.resources!.includes("*") || r.verbs.includes("*") || r.apiGroups!.includes("*"))).toBe(false);
     expect(leaseRole.rules).toEqual([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }]);
   });
@@ -111,12 +110,25 @@ describe("deploy/reconciler.yaml RBAC", () => {
     await settled(() => custom.listClusterCustomObject({ group: "hive.openshift.io", version: "v1", plural: "clusterdeployments" }));
     await settled(() => custom.listClusterCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", plural: "hostedclusters" }));
 
-    await admin.makeApiClient(k8s.CoreV1Api).createNamespacedSecret({ namespace: ns, body: { metadata: { name: "order1-pull-secret" },
-      stringData: { ".dockerconfigjson": "{}" }, type: "kubernetes.io/dockerconfigjson" } });
-    expect((await kube.getSecret(ns, "order1-pull-secret"))?.metadata.name).toBe("order1-pull-secret");
-
     const order = (await kube.getClusterOrder(ns, "order1"))!;
     expect(await kube.createEvent(order, { type: "Normal", reason: "WorkerCreated", message: "created", name: "order1.workercreated" })).toBe(true);
+  });
+
+  it("grants no access to Secrets: the shipped role names none, and the API server refuses every verb", async () => {
+    const { clusterRole, leaseRole } = loadReconcilerRbac();
+    const secretRules = [...clusterRole.rules!, ...leaseRole.rules!]
+      .filter((r) => r.apiGroups!.some((g) => g === "" || g === "*") && r.resources!.some((res) => res === "secrets" || res === "*"));
+    expect(secretRules).toEqual([]);
+
+    await admin.makeApiClient(k8s.CoreV1Api).createNamespacedSecret({ namespace: ns, body: { metadata: { name: "order1-pull-secret" },
+      stringData: { ".dockerconfigjson": "{}" }, type: "kubernetes.io/dockerconfigjson" } });
+    const core = id.kc.makeApiClient(k8s.CoreV1Api);
+    expect(await denied(core.readNamespacedSecret({ namespace: ns, name: "order1-pull-secret" }))).toBe(403);
+    expect(await denied(core.readNamespacedSecret({ namespace: system, name: "order1-pull-secret" }))).toBe(403);
+    expect(await denied(core.listNamespacedSecret({ namespace: ns }))).toBe(403);
+    expect(await denied(core.listSecretForAllNamespaces())).toBe(403);
+    const review = await id.kc.makeApiClient(k8s.AuthorizationV1Api).createSelfSubjectRulesReview({ body: { spec: { namespace: ns } } });
+    expect((review.status?.resourceRules ?? []).filter((r) => (r.resources ?? []).some((res) => res === "secrets" || res === "*"))).toEqual([]);
   });
 
   it("can hold its Lease in its own namespace only", async () => {

@@ -53,6 +53,27 @@ describe("status writes", () => {
     expect(final.status?.workers?.every((w) => w.bmiCreateState === "Attempted")).toBe(true);
   });
 
+  it("a report leaves osac-operator's phase and conditions as they are, and a conflicting count to its owner", async () => {
+    const ns = await createTestNamespace(kubeConfig(), "kstatus3");
+    await newOrder(ns);
+    await custom.patchNamespacedCustomObjectStatus({
+      group: "osac.openshift.io", version: "v1alpha1", namespace: ns, plural: "clusterorders", name: "order-1",
+      body: { apiVersion: "osac.openshift.io/v1alpha1", kind: "ClusterOrder", metadata: { name: "order-1" }, status: {
+        phase: "Ready", readyWorkers: 9,
+        conditions: [{ type: "ClusterAvailable", status: "True", reason: "AsExpected", message: "ok", lastTransitionTime: "2026-01-01T00:00:00Z" }] } },
+      fieldManager: "osac-operator", force: true,
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply));
+    const observed = (await kube.getClusterOrder(ns, "order-1"))!;
+    const p = planFor(observed);
+    expect(p.status.phase).toBe("Progressing");
+    await writeStatus(kube, observed, p);
+    const after = (await kube.getClusterOrder(ns, "order-1"))!;
+    expect(after.status?.phase).toBe("Ready");
+    expect(after.status?.readyWorkers).toBe(9);
+    expect(after.status?.desiredWorkers).toBe(2);
+    expect(after.status?.conditions?.map((c) => c.type)).toEqual(expect.arrayContaining(["ClusterAvailable", "WorkersFailed", "Managed"]));
+  });
+
   it("a report never persists a new fence entry on its own", async () => {
     const ns = await createTestNamespace(kubeConfig(), "kstatus2");
     const observed = await newOrder(ns);

@@ -82,6 +82,37 @@ describe("ClusterOrder", () => {
     expect(managers.some((m) => m.manager === FIELD_MANAGER && m.subresource === "status")).toBe(true);
   });
 
+  it("never forces: a field another manager owns with another value keeps that value, and the rest is written", async () => {
+    const ns = await createTestNamespace(kc, "kforce");
+    await newOrder(ns);
+    // osac-operator owns the phase, a condition of its own and (say) a condition type we also write.
+    await custom.patchNamespacedCustomObjectStatus({
+      group: "osac.openshift.io", version: "v1alpha1", namespace: ns, plural: "clusterorders", name: "order-1",
+      body: { apiVersion: "osac.openshift.io/v1alpha1", kind: "ClusterOrder", metadata: { name: "order-1" },
+        status: { phase: "Ready", desiredWorkers: 7, conditions: [condition("ClusterAvailable"), { ...condition("WorkersFailed"), reason: "OperatorSays" }] } },
+      fieldManager: "osac-operator", force: true,
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply));
+
+    const ref = { namespace: ns, name: "order-1" };
+    const conflicts: string[][] = [];
+    await kube.applyClusterOrderStatus(ref, {
+      desiredWorkers: 2, currentWorkers: 0, readyWorkers: 0,
+      conditions: [{ ...condition("WorkersFailed"), status: "False", reason: "NoFailures" }, condition("InfraEnvReady")],
+      workers: [{ name: "slot-a", nodeSet: "compute", kind: "BareMetalInstance", phase: "Provisioning" }],
+    }, { onFieldConflict: (f) => conflicts.push(f) });
+    const order = (await kube.getClusterOrder(ns, "order-1"))!;
+    // The other manager's values stand ...
+    expect(order.status?.phase).toBe("Ready");
+    expect(order.status?.desiredWorkers).toBe(7);
+    expect(order.status?.conditions?.find((c) => c.type === "WorkersFailed")).toMatchObject({ status: "True", reason: "OperatorSays" });
+    expect(order.status?.conditions?.find((c) => c.type === "ClusterAvailable")).toBeDefined();
+    // ... and everything nobody else owns is written.
+    expect(order.status?.conditions?.find((c) => c.type === "InfraEnvReady")?.status).toBe("True");
+    expect(order.status?.workers?.map((w) => w.name)).toEqual(["slot-a"]);
+    expect(order.status?.currentWorkers).toBe(0);
+    expect(conflicts.flat().sort()).toEqual(expect.arrayContaining([".status.desiredWorkers", '.status.conditions[type="WorkersFailed"].status']));
+  });
+
   it("makes a status write conditional on resourceVersion (409 → ConflictError)", async () => {
     const ns = await createTestNamespace(kc, "kcond");
     const created = await newOrder(ns);
@@ -215,13 +246,6 @@ describe("NodePool, Secret, Event, Lease", () => {
     expect((await kube.listNodePools(ns)).map((p) => p.spec?.replicas)).toEqual([5]);
     await expect(kube.applyNodePoolReplicas(ns, "missing", 1)).rejects.toBeInstanceOf(NotFoundError);
     expect(await kube.listNodePools(ns)).toHaveLength(1);
-  });
-
-  it("reads Secrets (undefined when missing)", async () => {
-    const ns = await createTestNamespace(kc, "ksec");
-    await kc.makeApiClient(k8s.CoreV1Api).createNamespacedSecret({ namespace: ns, body: { metadata: { name: "ps" }, stringData: { k: "v" } } });
-    expect((await kube.getSecret(ns, "ps"))?.data?.k).toBe(Buffer.from("v").toString("base64"));
-    expect(await kube.getSecret(ns, "missing")).toBeUndefined();
   });
 
   it("records an Event regarding the order once per name", async () => {

@@ -4,12 +4,14 @@
 // at once, kill -9 during an update, and deletion through the finalizer. After every step: no
 // duplicate and no orphaned BMI.
 import * as path from "node:path";
+import * as k8s from "@kubernetes/client-node";
 import { Filter, withInstanceType, type BareMetalInstance, type FulfillmentClient } from "../../clients/fulfillment";
 import { FINALIZER, MANAGEMENT_STATE_ANNOTATION } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { eventuallyPasses } from "../support/eventually";
 import { startTestLab, type TestLab } from "../support/labEnv";
 import { OrderProbe } from "../support/orderWatch";
+import { assertSummaryKeepsHosts } from "../support/previewCheck";
 import { cli, pulumiPids, startReconciler, type ReconcilerProcess } from "../support/reconciler";
 
 jest.setTimeout(900_000);
@@ -143,6 +145,7 @@ describe("the reconciler on the lab", () => {
       const p = await cli(env, ["preview", `${ns}/${name}`, "--output", "json"]);
       expect(p.code).toBe(0);
       const summary = JSON.parse(p.stdout.trim().split("\n").pop()!) as Record<string, number>;
+      assertSummaryKeepsHosts(summary);
       expect(summary.create ?? 0).toBe(0);
       expect(summary.delete ?? 0).toBe(0);
       expect(summary.update ?? 0).toBe(0);
@@ -196,12 +199,22 @@ describe("the reconciler on the lab", () => {
     await converge(7, 300_000);
   });
 
-  it("deletes the ClusterOrder through the finalizer: every BMI gone first", async () => {
+  it("deletes the ClusterOrder through the finalizer: every BMI gone first, every worker Deleting, WorkerDeleted each", async () => {
+    const names = ((await probe.order())?.status?.workers ?? []).map((w) => w.bareMetalInstance?.name).filter((n): n is string => !!n);
+    expect(names.length).toBeGreaterThan(0);
     await probe.delete();
+    let sawDeleting = false;
     await eventuallyPasses(async () => {
-      expect(await probe.order()).toBeUndefined();
-    }, 240_000, 1_000);
+      const o = await probe.order();
+      if (o?.status?.workers?.length && o.status.workers.every((w) => w.phase === "Deleting")) sawDeleting = true;
+      expect(o).toBeUndefined();
+    }, 240_000, 250);
+    expect(sawDeleting).toBe(true);
     // The finalizer waited until each BMI was really gone, not merely being deleted.
     expect(await probe.bmis(uid)).toEqual([]);
+    const events = await t.lab.kubeConfig().makeApiClient(k8s.CustomObjectsApi)
+      .listNamespacedCustomObject({ group: "events.k8s.io", version: "v1", plural: "events", namespace: ns }) as { items: { reason?: string; note?: string }[] };
+    const deleted = events.items.filter((e) => e.reason === "WorkerDeleted").map((e) => e.note ?? "");
+    for (const n of names) expect(deleted.some((d) => d.includes(n))).toBe(true);
   });
 });

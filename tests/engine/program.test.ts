@@ -9,6 +9,7 @@ import type { ClusterOrder } from "../../planner/types";
 import { Filter } from "../../clients/fulfillment";
 import { eventuallyPasses } from "../support/eventually";
 import { startTestLab, type TestLab } from "../support/labEnv";
+import { assertNoBmiReplace } from "../support/previewCheck";
 
 jest.setTimeout(600_000);
 
@@ -151,6 +152,7 @@ describe("the program of one ClusterOrder's stack", () => {
       body: [{ op: "replace", path: "/spec/nodeRequests/0/numberOfNodes", value: 3 }],
     }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch));
     const p = await app.preview(ref);
+    expect(assertNoBmiReplace(p).map((s) => s.op)).toContain("create"); // the check reads this display
     // One new worker: its BareMetalWorker component and its BMI; the compute NodePool's replicas patch.
     if (p.changeSummary.create !== 2) throw new Error(p.stdout);
     expect(p.changeSummary.create).toBe(2);
@@ -172,6 +174,7 @@ describe("the program of one ClusterOrder's stack", () => {
           resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
     });
     expect({ code: out.code, stderr: out.stderr.slice(-1000) }).toMatchObject({ code: 0 });
+    expect(assertNoBmiReplace(out.stdout).map((s) => s.op)).toContain("create");
     // The pending scale-up of the previous test, exactly as the Automation API preview showed it.
     expect(out.stdout).toContain("baremetal-workers:BareMetalInstance");
     expect(out.stdout).toMatch(/\+ 2 to create/);

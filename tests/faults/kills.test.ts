@@ -36,9 +36,9 @@ const TARGET: Record<Phase, number | "gone"> = { "create": 2, "scale-up": 3, "sc
 const LANES: [string, string, string, string][] = [
   ["reconcile.beforeUp", "program.afterFence", "reconcile.beforeUp", "finalize.beforeDestroy"],
   ["program.afterFence", "bmi.create.beforeCall", "binding.delete.afterDelete", "bmi.delete.afterCall"],
-  ["bmi.create.beforeCall", "bmi.create.afterCommit", "bmi.delete.beforeCall", "bmi.delete.waiting"],
+  ["bmi.create.beforeCall", "bmi.create.afterCommit", "bmi.delete.beforeCall", "finalize.afterBmiCleanup"],
   ["bmi.create.afterCommit@2", "reconcile.afterUp", "bmi.delete.afterCall", "finalize.afterDestroy"],
-  ["reconcile.afterUp", "binding.create.afterPatch", "bmi.delete.waiting", "bmi.delete.beforeCall"],
+  ["reconcile.afterUp", "binding.create.afterPatch", "report.afterStatusWrite", "bmi.delete.beforeCall"],
   ["binding.create.afterPatch", "report.afterStatusWrite", "reconcile.afterUp", "finalize.afterAgents"],
   ["binding.beforePatch", "reconcile.afterStatus", "bmi.read.afterGet", "finalize.afterFinalizerRemoval"],
 ];

@@ -117,15 +117,28 @@ describe("BareMetalInstances.Create", () => {
     ["two attachments without a primary", { network_attachments: [
       { subnet: { name: "a" }, interface: "ens1f0" }, { subnet: { name: "b" }, interface: "ens1f1" }] },
     InvalidArgumentError, /exactly one network attachment must be primary/],
-    ["a port the instance type lacks", { network_attachments: [{ subnet: { name: "a" }, interface: "eth9", primary: true }] },
-      InvalidArgumentError, /interface 'eth9' is not a network port of instance type 'compute'/],
-    ["a lifecycle port", { network_attachments: [{ subnet: { name: "a" }, interface: "eno1", primary: true }] },
-      InvalidArgumentError, /role lifecycle/],
+    // Interfaces are checked against the HostType of the catalog item's template, not the instance type.
+    ["a port the template's HostType lacks, though the instance type has it",
+      { catalog_item: { name: "hosted-item" }, network_attachments: [{ subnet: { name: "a" }, interface: "ens1f1", primary: true }] },
+      InvalidArgumentError, /network_attachments\[0\]: interface 'ens1f1' not found in host type 'ht-compute'/],
+    ["a lifecycle port of the HostType",
+      { catalog_item: { name: "hosted-item" }, network_attachments: [{ subnet: { name: "a" }, interface: "eno1", primary: true }] },
+      InvalidArgumentError, /interface 'eno1' has role 'lifecycle' and cannot be used for tenant networking/],
   ])("rejects %s", async (_what, spec, cls, message) => {
     const base = workerBmi("bad-spec");
     const err = await c.bareMetalInstances.create({ ...base, spec: { ...base.spec, ...spec } }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(cls);
     expect((err as Error).message).toMatch(message);
+  });
+
+  it("accepts any interface for an item without a HostType, and a HostType's port the instance type lacks", async () => {
+    const base = workerBmi("hosted-ok");
+    const ok = await c.bareMetalInstances.create({ ...base, spec: { ...base.spec, catalog_item: { name: "hosted-item" },
+      network_attachments: [{ subnet: { name: "a" }, interface: "ens3f0", primary: true }] } });
+    expect(ok.spec?.network_attachments[0].interface).toBe("ens3f0");
+    const free = workerBmi("no-host-type");
+    await expect(c.bareMetalInstances.create({ ...free, spec: { ...free.spec,
+      network_attachments: [{ subnet: { name: "a" }, interface: "eth9", primary: true }] } })).resolves.toBeDefined();
   });
 
   it("reports a bad catalog reference as a BadRequest field violation", async () => {

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { FulfillmentClient, FulfillmentClientOptions } from "../../clients/fulfillment";
 import type { BareMetalInstance } from "../../clients/fulfillment/types";
-import { BootEvent, FulfillmentLabClient, LabStats, loadLabProtos, MethodFault, LifecycleFault } from "../../lab/fulfillment/labProtos";
+import { BootEvent, FulfillmentLabClient, LabStats, loadLabProtos, MethodFault, LifecycleFault, ListFault } from "../../lab/fulfillment/labProtos";
 import { spawnSimulator, SimulatorProcess } from "../../lab/fulfillment/process";
 import type { SimulatorSeed } from "../../lab/fulfillment/seed";
 import { loadFulfillmentProtos } from "../../protos/fulfillment";
@@ -50,7 +50,12 @@ export function testSeed(overrides: Partial<SimulatorSeed> = {}): SimulatorSeed 
       { metadata: { name: "draft-item" }, title: "unpublished", published: false },
       { metadata: { name: "locked-item" }, title: "only user_data", published: true,
         field_definitions: [{ path: "user_data", editable: true }] },
+      { metadata: { name: "hosted-item" }, title: "template with a HostType", published: true, template: { id: "tpl.hosted" } },
     ],
+    // The HostType has a port no instance type has (ens3f0) and lacks one the compute type has (ens1f1).
+    templates: [{ id: "tpl.hosted", metadata: { name: "hosted" }, title: "hosted workers", host_type: "ht-compute" }],
+    hostTypes: [{ id: "ht-compute", metadata: { name: "compute-host" }, title: "compute host", interfaces: [
+      { name: "eno1", role: "lifecycle" }, { name: "ens1f0", role: "fabric" }, { name: "ens3f0", role: "fabric" }] }],
     diskImages: [
       { id: "di-rhcos-417", metadata: { name: "rhcos-417" }, spec: {
         source_type: "SOURCE_TYPE_REGISTRY", source_ref: "quay.io/openshift/rhcos:4.17", architecture: ["ARCHITECTURE_AMD64"],
@@ -108,9 +113,10 @@ export function harnessFor(sim: SimulatorProcess, dir: string): Harness {
   };
 }
 
-export function setFault(lab: FulfillmentLabClient, fault: { method?: MethodFault | Partial<MethodFault>; lifecycle?: Partial<LifecycleFault> }): Promise<void> {
-  return new Promise((resolve, reject) =>
-    lab.SetFault(fault.method ? { method: fault.method } : { lifecycle: fault.lifecycle }, (err) => (err ? reject(err) : resolve())));
+export function setFault(lab: FulfillmentLabClient,
+  fault: { method?: MethodFault | Partial<MethodFault>; lifecycle?: Partial<LifecycleFault>; list?: Partial<ListFault> }): Promise<void> {
+  const req = fault.method ? { method: fault.method } : fault.list ? { list: fault.list } : { lifecycle: fault.lifecycle };
+  return new Promise((resolve, reject) => lab.SetFault(req, (err) => (err ? reject(err) : resolve())));
 }
 
 export function clearFaults(lab: FulfillmentLabClient): Promise<void> {

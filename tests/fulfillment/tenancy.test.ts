@@ -4,8 +4,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import {
-  diskImageRefOf, Filter, FulfillmentClient, instanceTypeOf, NotFoundError, PermissionDeniedError, resolveDiskImage,
-  withDiskImage, withInstanceType,
+  createOrAdopt, diskImageRefOf, Filter, FulfillmentClient, instanceTypeOf, NotFoundError, PermissionDeniedError, resolveDiskImage,
+  storesInstanceType, withDiskImage, withInstanceType,
 } from "../../clients/fulfillment";
 import type { BareMetalInstanceCatalogItemOut, BareMetalInstanceOut } from "../../clients/fulfillment/types";
 import {
@@ -35,7 +35,7 @@ afterAll(() => h.close());
 describe("tenancy", () => {
   it("a tenant sees its own tenant and shared, never system or other tenants", async () => {
     const names = (await acme.catalogItems.listAll()).map((i) => `${i.metadata?.tenant}/${i.metadata?.name}`).sort();
-    expect(names).toEqual(["acme/acme-item", "shared/draft-item", "shared/locked-item"]);
+    expect(names).toEqual(["acme/acme-item", "shared/draft-item", "shared/hosted-item", "shared/locked-item"]);
     expect((await acme.bareMetalInstances.list()).total).toBe(0);
     await expect(acme.bareMetalInstances.get(systemBmi.id)).rejects.toThrow(NotFoundError);
     await expect(acme.bareMetalInstances.delete(systemBmi.id)).rejects.toThrow(NotFoundError);
@@ -67,8 +67,19 @@ describe("tenancy", () => {
 });
 
 describe("a server without the proposal fields", () => {
+  it("echoes spec.instance_type in the Create response but does not store it; support is judged from a Get", async () => {
+    const created = await admin.bareMetalInstances.create(withInstanceType(workerBmi("echo-1"), "compute"));
+    expect(created.spec?.instance_type).toBe("compute");
+    expect((await admin.bareMetalInstances.get(created.id)).spec?.instance_type).toBe("");
+    await expect(storesInstanceType(admin.bareMetalInstances, created)).resolves.toBe(false);
+    const adopted = await createOrAdopt(admin.bareMetalInstances, withInstanceType(workerBmi("echo-2"), "compute"),
+      { ownerLabels: { "osac.openshift.io/cluster-order": "order-1" } });
+    expect(adopted.bmi.spec?.instance_type).toBe(""); // what the server stored, not what it echoed
+    expect(instanceTypeOf(adopted.bmi)).toBe("compute");
+  });
+
   it("drops spec.instance_type; the label keeps the type, which still drives host selection", async () => {
-    expect(systemBmi.spec?.instance_type).toBe("");
+    expect((await admin.bareMetalInstances.get(systemBmi.id)).spec?.instance_type).toBe("");
     expect(instanceTypeOf(systemBmi)).toBe("gpu");
     const done = await eventually(async () => {
       const b = await admin.bareMetalInstances.get(systemBmi.id);
@@ -89,4 +100,15 @@ describe("a server without the proposal fields", () => {
     expect(bmi.spec?.image).toEqual({ source_type: "registry", source_ref: "quay.io/openshift/rhcos:4.17" });
     expect(bmi.metadata?.annotations["osac.openshift.io/disk-image"]).toBe("di-rhcos-417");
   });
+});
+
+it("a server that keeps spec.instance_type is recognised from a Get", async () => {
+  const keeping = await startHarness(testSeed());
+  try {
+    const c = keeping.client();
+    const created = await c.bareMetalInstances.create(withInstanceType(workerBmi("keeps-1"), "compute"));
+    await expect(storesInstanceType(c.bareMetalInstances, created)).resolves.toBe(true);
+  } finally {
+    await keeping.close();
+  }
 });

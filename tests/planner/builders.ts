@@ -71,12 +71,25 @@ export function makeOrder(o: SnapOptions = {}): ClusterOrder {
   return order;
 }
 
+/**
+ * What the observer's Get of every recorded id missing from the List answers in a consistent world:
+ * NOT_FOUND for each. A test of a List fault (an item left out) passes `goneBmiIds` itself.
+ */
+export function confirmedGoneIds(order: ClusterOrder, bmis: readonly ObservedBmi[] | undefined): string[] | undefined {
+  if (bmis === undefined) return undefined;
+  const listed = new Set(bmis.map((b) => b.id));
+  return (order.status?.workers ?? []).map((w) => w.bareMetalInstance?.id).filter((id): id is string => Boolean(id) && !listed.has(id!));
+}
+
 export function snap(o: SnapOptions = {}): Snapshot {
   const { nodeRequests: _n, workers: _w, annotations: _a, deletionTimestamp: _d, orderPatch: _p, configPatch, ...rest } = o;
   void _n; void _w; void _a; void _d; void _p;
+  const order = makeOrder(o);
+  const bmis = "bmis" in o ? o.bmis : [];
   return {
     now: T0,
-    order: makeOrder(o),
+    order,
+    goneBmiIds: "goneBmiIds" in o ? o.goneBmiIds : confirmedGoneIds(order, bmis),
     infraEnv: { name: `${ORDER}-infraenv`, uid: "ie-1", ignitionUrl: "https://assisted.example/ignition" },
     recordedInfraEnvUid: "ie-1",
     ignition: { ok: true, content: IGNITION, bytes: Buffer.byteLength(IGNITION) },

@@ -158,9 +158,29 @@ describe("node request validation", () => {
     expect(conditionOf(p, "ClusterNotReady")?.message).toContain("no ClusterDeployment exists");
   });
 
-  test("an unknown system catalog item blocks creates", () => {
-    const p = expectNoCreatesAndNothingDeleted({ catalogItem: "" });
-    expect(conditionOf(p, "InvalidNodeRequest")?.message).toContain("BareMetalInstanceCatalogItem");
+  test.each([["empty", ""], ["blank", "  "]])("an unresolved system catalog item (%s id) blocks creates with CatalogItemNotFound", (_name, id) => {
+    const p = expectNoCreatesAndNothingDeleted({ catalogItem: id });
+    expect(conditionOf(p, "CatalogItemNotFound")).toMatchObject({ status: "True", reason: "SystemCatalogItemNotFound" });
+    expect(conditionOf(p, "CatalogItemNotFound")?.message).toContain("system-bmi-passthrough");
+    expect(conditionOf(p, "CatalogItemNotFound")?.message).toContain("no bare-metal workers are created");
+    // Not a problem of the node requests: that condition stays clear.
+    expect(conditionOf(p, "InvalidNodeRequest")?.status).toBe("False");
+  });
+
+  test("a resolved catalog item: CatalogItemNotFound=False, creates go ahead, and its id is what a new BMI names", () => {
+    const p = planOf(existing());
+    expect(conditionOf(p, "CatalogItemNotFound")).toMatchObject({ status: "False", reason: "CatalogItemResolved" });
+    expect(p.fence).toHaveLength(2);
+    expect(p.workers.filter((w) => w.requiresFence).map((w) => w.bmi.catalogItem)).toEqual(["cat-system", "cat-system"]);
+  });
+
+  test("a catalog item that stops resolving blocks the next creates; the existing workers stay declared", () => {
+    const resolved = planOf(existing());
+    const lost = plan(snap({ ...existing(), catalogItem: "", now: new Date(Date.parse(iso(MIN))) }));
+    expect(resolved.fence.length).toBeGreaterThan(0);
+    expect(lost.fence).toEqual([]);
+    expect(lost.workers.map((w) => w.slot)).toEqual(["a", "b"]);
+    expect(conditionOf(lost, "CatalogItemNotFound")).toMatchObject({ status: "True", lastTransitionTime: iso(MIN) });
   });
 
   test("an attempted create whose inputs became unavailable is held back, not re-created with empty inputs", () => {
@@ -172,5 +192,60 @@ describe("node request validation", () => {
     const declared = ok.workers.find((w) => w.slot === "c");
     expect(declared?.bmi).toMatchObject({ name: `${ORDER}-b-c`, labels: { [ORDER_LABEL]: "uid-co1" } });
     expect(declared?.bmi.userData.length).toBeGreaterThan(0);
+  });
+});
+
+describe("the HostType of the catalog item's template (finding 9b)", () => {
+  // What observation reports when the template's HostType lists eno1 (lifecycle) and ens3f0 only.
+  const hostType = { name: "compute-host", interfaces: [{ name: "eno1", role: "lifecycle" }, { name: "ens3f0", role: "fabric" }] };
+  const problem = "no fabric port of BareMetalInstanceType bm.small (eth1) is a usable interface of HostType compute-host " +
+    "(template tpl.hosted: ens3f0), which the fulfillment-service checks attachments against";
+  const types = {
+    "bm.small": { name: "bm.small", interfaceProblem: problem, hostType },
+    "bm.gpu": { name: "bm.gpu", fabricPort: "ens3f0", hostType },
+  };
+
+  test("an instance type none of whose fabric ports the HostType accepts blocks its node set's creates with that reason", () => {
+    const p = planOf({ nodeRequests: [bmRequest("compute", 1, "bm.small"), bmRequest("gpu", 1, "bm.gpu")], instanceTypes: types, nodePools: [] });
+    expect(p.fence.map((f) => f.nodeSet)).toEqual(["gpu"]);
+    expect(p.workers.map((w) => w.bmi.networkAttachment.interface)).toEqual(["ens3f0"]);
+    const invalid = conditionOf(p, "InvalidNodeRequest");
+    expect(invalid).toMatchObject({ status: "True", reason: "InvalidNodeRequest" });
+    expect(invalid?.message).toBe(`node set compute: ${problem}; set the node request's fabricInterface to a usable interface`);
+  });
+
+  test("an explicit fabricInterface the HostType does not list is refused before any Create, naming the usable ones", () => {
+    const p = planOf({ nodeRequests: [bmRequest("gpu", 1, "bm.gpu", "ens9")], instanceTypes: types, nodePools: [] });
+    expect(p.fence).toEqual([]);
+    expect(conditionOf(p, "InvalidNodeRequest")?.message)
+      .toBe("node set gpu: fabricInterface ens9 is not an interface of HostType compute-host; usable interfaces: ens3f0");
+  });
+
+  test("an explicit fabricInterface with role lifecycle on the HostType is refused", () => {
+    const p = planOf({ nodeRequests: [bmRequest("gpu", 1, "bm.gpu", "eno1")], instanceTypes: types, nodePools: [] });
+    expect(p.fence).toEqual([]);
+    expect(conditionOf(p, "InvalidNodeRequest")?.message).toContain("fabricInterface eno1 has role lifecycle on HostType compute-host");
+  });
+
+  test("an explicit fabricInterface the HostType accepts unblocks an instance type whose own ports it refuses", () => {
+    const p = planOf({ nodeRequests: [bmRequest("compute", 1, "bm.small", "ens3f0")], instanceTypes: types, nodePools: [] });
+    expect(conditionOf(p, "InvalidNodeRequest")?.status).toBe("False");
+    expect(p.workers.map((w) => w.bmi.networkAttachment.interface)).toEqual(["ens3f0"]);
+  });
+
+  test("a HostType that cannot be resolved blocks every node set, explicit fabricInterface or not", () => {
+    const unresolved = { name: "bm.small", interfaceProblem: "the HostType 'ht-gone' of BareMetalInstanceTemplate 'tpl.x' does not exist; " +
+      "the fulfillment-service would refuse every network attachment", hostType: { name: "", interfaces: [] } };
+    for (const fabric of [undefined, "eth1"]) {
+      const p = planOf({ nodeRequests: [bmRequest("compute", 1, "bm.small", fabric)], instanceTypes: { "bm.small": unresolved }, nodePools: [] });
+      expect(p.fence).toEqual([]);
+      expect(conditionOf(p, "InvalidNodeRequest")?.message).toContain("the HostType 'ht-gone' of BareMetalInstanceTemplate 'tpl.x' does not exist");
+    }
+  });
+
+  test("without a HostType (a template without host_type) any fabricInterface goes through, as before", () => {
+    const p = planOf({ nodeRequests: [bmRequest("compute", 1, "bm.small", "ens9")], nodePools: [] });
+    expect(conditionOf(p, "InvalidNodeRequest")?.status).toBe("False");
+    expect(p.workers.map((w) => w.bmi.networkAttachment.interface)).toEqual(["ens9"]);
   });
 });

@@ -422,3 +422,129 @@ describe("bound workers whose Agent cannot be identified", () => {
     expect(p.workers[0].retainBinding).toBeUndefined();
   });
 });
+
+describe("absence from a List is not proof of deletion (I3, issue 15 finding 2)", () => {
+  test.each(["Provisioning", "WaitingForAgent", "Binding", "Ready"] as const)(
+    "a %s entry whose recorded BMI is not listed and not confirmed gone keeps its entry, phase and declaration", (phase) => {
+      const w = entry("w1", { phase, attemptStartedAt: iso(-40 * MIN), ...(phase === "Ready" ? { attemptCount: 0, readySince: iso(-2 * 60 * MIN) } : {}) });
+      const agents = phase === "Binding" || phase === "Ready" ? [boundAgent("w1", "w1", "added-to-existing-cluster")] : [];
+      const p = planOf({ nodeRequests: one, workers: [w], bmis: [], goneBmiIds: [], agents });
+      // No failure, no timeout from absence, no replacement.
+      expect(statusOf(p, "w1")).toEqual(w);
+      expect(p.fence).toEqual([]);
+      expect(reasons(p)).not.toContain("WorkerFailed");
+      expect(p.workers.map((d) => [d.slot, d.bmi.name, d.bmi.adoptId])).toEqual([["w1", `${ORDER}-b-w1`, "id-w1"]]);
+      if (agents.length > 0) expect(p.workers[0].binding?.agentName).toBe("agent-w1");
+    });
+
+  test("only a Get's NOT_FOUND (goneBmiIds) drops the entry", () => {
+    const w = entry("w1", { phase: "Ready", attemptCount: 0, readySince: iso(-2 * 60 * MIN) });
+    const p = planOf({ nodeRequests: one, workers: [w], bmis: [], goneBmiIds: ["id-w1"] });
+    expect(statusOf(p, "w1")).toBeUndefined();
+  });
+
+  test("a Ready worker whose BMI is unlisted and whose Agent cannot be found by label retains its binding", () => {
+    const w = entry("w1", { phase: "Ready", attemptCount: 0, readySince: iso(-2 * 60 * MIN) });
+    const p = planOf({ nodeRequests: one, workers: [w], bmis: [], goneBmiIds: [] });
+    expect(p.workers[0]).toMatchObject({ slot: "w1", retainBinding: true });
+  });
+
+  test("Deleting with an unlisted, unconfirmed BMI stays Deleting (no WorkerDeleted)", () => {
+    const w = entry("w1", { phase: "Deleting", attemptStartedAt: iso(-1 * MIN) });
+    const p = planOf({ nodeRequests: [bmRequest("compute", 0)], workers: [w], bmis: [], goneBmiIds: [] });
+    expect(statusOf(p, "w1")?.phase).toBe("Deleting");
+    expect(reasons(p)).not.toContain("WorkerDeleted");
+  });
+
+  test("Unbinding whose Agent is gone and whose BMI is unlisted, unconfirmed, goes Deleting instead of being dropped", () => {
+    const w = entry("w1", { phase: "Unbinding", attemptStartedAt: iso(-1 * MIN) });
+    const p = planOf({ nodeRequests: [bmRequest("compute", 0)], workers: [w], bmis: [], goneBmiIds: [] });
+    expect(statusOf(p, "w1")?.phase).toBe("Deleting");
+  });
+
+  test("a Failed slot whose old BMI is unlisted but not confirmed gone is not replaced yet", () => {
+    const failed = entry("w1", { phase: "Failed", nextRetryTime: iso(-1 * MIN) });
+    const p = planOf({ nodeRequests: one, workers: [failed], bmis: [], goneBmiIds: [] });
+    expect(statusOf(p, "w1")?.phase).toBe("Failed");
+    expect(p.fence).toEqual([]);
+  });
+
+  test("cluster deletion keeps an entry whose recorded BMI is unlisted until a Get confirms it gone", () => {
+    const w = entry("w1", { phase: "Ready" });
+    const kept = planOf({ deletionTimestamp: iso(-MIN), workers: [w], bmis: [], goneBmiIds: [] });
+    expect(statusOf(kept, "w1")?.phase).toBe("Deleting");
+    expect(reasons(kept)).not.toContain("WorkerDeleted");
+    const gone = planOf({ deletionTimestamp: iso(-MIN), workers: [w], bmis: [], goneBmiIds: ["id-w1"] });
+    expect(gone.status.workers).toEqual([]);
+  });
+});
+
+describe("a definitive Create rejection (issue 15 finding 3, §4.2)", () => {
+  const attempted = (o = {}) => entry("w1", { bareMetalInstance: { name: `${ORDER}-b-w1` }, attemptStartedAt: iso(-20 * SEC), ...o });
+  const rejection = { bmiName: `${ORDER}-b-w1`, code: "INVALID_ARGUMENT", message: "network_attachments[0]: interface 'eno9' not found in host type 'h1'" };
+
+  test("fails the worker (BMICreateRejected, transient backoff), keeps attemptCount, declares no BMI", () => {
+    const p = planOf({ nodeRequests: one, workers: [attempted()], bmis: [], createRejections: [rejection] });
+    expect(statusOf(p, "w1")).toMatchObject({
+      phase: "Failed", attemptCount: 1, lastFailureReason: "BMICreateRejected", lastFailureTime: iso(0), nextRetryTime: iso(30 * SEC),
+    });
+    expect(statusOf(p, "w1")?.lastFailureMessage).toContain("INVALID_ARGUMENT");
+    expect(statusOf(p, "w1")?.lastFailureMessage).toContain("interface 'eno9' not found");
+    expect(p.workers).toEqual([]);
+    expect(p.events).toContainEqual(expect.objectContaining({ reason: "WorkerFailed", type: "Warning", key: "WorkerFailed/w1/1" }));
+  });
+
+  test("after the backoff a new incarnation is tried: fresh name, attemptCount + 1, fenced", () => {
+    const failed = statusOf(planOf({ nodeRequests: one, workers: [attempted()], bmis: [], createRejections: [rejection] }), "w1")!;
+    const p = planOf({ now: new Date(Date.parse(iso(31 * SEC))), nodeRequests: one, workers: [failed], bmis: [], createRejections: [rejection] });
+    expect(statusOf(p, "w1")).toMatchObject({ phase: "Provisioning", attemptCount: 2, bareMetalInstance: { name: `${ORDER}-n1` } });
+    expect(p.fence.map((f) => f.name)).toEqual(["w1"]);
+  });
+
+  test("the wait follows the transient steps and is capped at 5 min", () => {
+    const p = planOf({ nodeRequests: one, workers: [attempted({ attemptCount: 7 })], bmis: [], createRejections: [rejection] });
+    expect(statusOf(p, "w1")?.nextRetryTime).toBe(iso(5 * MIN));
+  });
+
+  test("a rejection of a name that is listed (ours after all) is ignored", () => {
+    const p = planOf({
+      nodeRequests: one, workers: [attempted()], bmis: [bmiFor("w1", { state: "Provisioning", macs: [] })], createRejections: [rejection],
+    });
+    expect(statusOf(p, "w1")?.phase).toBe("Provisioning");
+  });
+});
+
+describe("BMI states (issue 15 finding 9c)", () => {
+  test.each([
+    ["Pending", "Provisioning"], ["Provisioning", "Provisioning"], ["Starting", "Provisioning"], ["Unknown", "Provisioning"],
+    ["Stopping", "Failed"], ["Stopped", "Failed"],
+  ] as const)("a Provisioning slot 40 min in, BMI %s → %s (a provisioned but powered-off host runs the registration clock)", (state, phase) => {
+    const p = planOf({ nodeRequests: one, workers: [entry("w1", { attemptStartedAt: iso(-40 * MIN) })], bmis: [bmiFor("w1", { state })] });
+    expect(statusOf(p, "w1")?.phase).toBe(phase);
+    if (phase === "Failed") expect(statusOf(p, "w1")?.lastFailureReason).toBe("AgentRegistrationTimeout");
+  });
+
+  test.each(["Pending", "Starting", "Stopping", "Stopped", "Unknown"] as const)(
+    "a WaitingForAgent slot whose BMI is %s keeps its registration clock", (state) => {
+      const waiting = entry("w1", { phase: "WaitingForAgent", attemptStartedAt: iso(-10 * MIN) });
+      const p = planOf({ nodeRequests: one, configPatch: { ignitionPollMs: 3_600_000 }, workers: [waiting], bmis: [bmiFor("w1", { state })] });
+      expect(statusOf(p, "w1")?.phase).toBe("WaitingForAgent");
+      expect(p.requeueAt).toBe(iso(20 * MIN));
+      const late = planOf({ nodeRequests: one, workers: [{ ...waiting, attemptStartedAt: iso(-31 * MIN) }], bmis: [bmiFor("w1", { state })] });
+      expect(statusOf(late, "w1")?.lastFailureReason).toBe("AgentRegistrationTimeout");
+    });
+
+  test.each(["Pending", "Starting", "Stopping", "Stopped", "Unknown"] as const)(
+    "a powered-off or restarting Ready worker (BMI %s) is not a failure: it stays Ready, BMI and binding declared", (state) => {
+      const ready = entry("w1", { phase: "Ready", attemptCount: 0, readySince: iso(-2 * 60 * MIN) });
+      const p = planOf({ nodeRequests: one, workers: [ready], bmis: [bmiFor("w1", { state })], agents: [boundAgent("w1", "w1", "added-to-existing-cluster")] });
+      expect(statusOf(p, "w1")).toEqual(ready);
+      expect(p.workers[0]).toMatchObject({ slot: "w1", binding: expect.objectContaining({ agentName: "agent-w1" }) });
+      expect(conditionOf(p, "WorkersFailed")?.status).toBe("False");
+    });
+
+  test.each(["Stopping", "Stopped", "Starting"] as const)("a Binding worker whose BMI is %s stays Binding while its Agent installs", (state) => {
+    const p = planOf({ nodeRequests: one, workers: [entry("w1", { phase: "Binding" })], bmis: [bmiFor("w1", { state })], agents: [boundAgent("w1", "w1", "installing")] });
+    expect(statusOf(p, "w1")?.phase).toBe("Binding");
+  });
+});

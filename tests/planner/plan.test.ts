@@ -186,7 +186,8 @@ describe("conditions (§3.3)", () => {
     const p = planOf(readyWorld(1, { orderPatch: (o) => { o.status!.conditions = [{ type: "ClusterAvailable", status: "True", reason: "X", message: "m", lastTransitionTime: iso(-MIN) }]; } }));
     expect(p.status.conditions.map((c) => c.type)).toEqual([
       "WorkersFailed", "InfraEnvReady", "RHCOSImageNotFound", "FulfillmentServiceUnavailable", "InvalidNodeRequest",
-      "ClusterNotReady", "AgentMatchAmbiguous", "NodePoolUnmapped", "Managed",
+      "ClusterNotReady", "AgentMatchAmbiguous", "NodePoolUnmapped", "Managed", "CatalogItemNotFound", "WorkerSpecDrift",
+      "HostSafetyRefused",
     ]);
   });
 });
@@ -276,5 +277,60 @@ describe("purity and determinism", () => {
     expect(JSON.stringify(s1.order)).toBe(before);
     const p2 = plan({ ...make(), newName: counterNames() });
     expect(p2).toEqual(p1);
+  });
+});
+
+describe("create-only inputs of live BMIs (I2, issue 15 finding 1)", () => {
+  const liveSpec = { catalogItem: "cat-system", instanceType: "bm.small", networkAttachment: { subnet: "subnet-1", securityGroups: ["sg-1", "sg-2"], interface: "eth1" } };
+  const edited = (o: SnapOptions = {}) => readyWorld(2, {
+    bmis: ["r1", "r2"].map((x) => bmiFor(x, { spec: liveSpec })),
+    orderPatch: (order) => { order.spec.networkAttachment = { subnetRef: "subnet-1", securityGroupRefs: ["sg-3"] }; },
+    ...o,
+  });
+
+  test("an edited securityGroupRefs on a Ready order: live BMIs are declared with their own values and the edit is reported", () => {
+    const p = planOf(edited());
+    for (const w of p.workers) expect(w.bmi.networkAttachment.securityGroups).toEqual(["sg-1", "sg-2"]);
+    expect(p.drift).toEqual(["r1", "r2"].map((slot) => ({
+      slot, bmiName: `${ORDER}-b-${slot}`, field: "networkAttachment.securityGroups", live: "sg-1,sg-2", requested: "sg-3",
+    })));
+    const c = conditionOf(p, "WorkerSpecDrift");
+    expect(c).toMatchObject({ status: "True", reason: "CreateOnlyFieldsDiffer" });
+    expect(c?.message).toContain(`worker r1 (${ORDER}-b-r1) networkAttachment.securityGroups: live "sg-1,sg-2", requested "sg-3"`);
+  });
+
+  test("the edit changes nothing the stack sees for existing BMIs (same fingerprint)", () => {
+    const before = planOf(readyWorld(2, { bmis: ["r1", "r2"].map((x) => bmiFor(x, { spec: liveSpec })) }));
+    expect(fingerprint(planOf(edited()))).toBe(fingerprint(before));
+  });
+
+  test("only new incarnations get the requested values", () => {
+    const p = planOf(edited({ nodeRequests: [bmRequest("compute", 3)] }));
+    const fresh = p.workers.find((w) => w.requiresFence)!;
+    expect(fresh.bmi.networkAttachment.securityGroups).toEqual(["sg-3"]);
+    expect(p.workers.filter((w) => !w.requiresFence).map((w) => w.bmi.networkAttachment.securityGroups)).toEqual([["sg-1", "sg-2"], ["sg-1", "sg-2"]]);
+  });
+
+  test("a re-created catalog item, a renamed fabric port and another instance type are declared live and reported", () => {
+    const p = planOf(readyWorld(1, {
+      bmis: [bmiFor("r1", { spec: { ...liveSpec, catalogItem: "cat-old", networkAttachment: { ...liveSpec.networkAttachment, interface: "eno1" } } })],
+      nodeRequests: [bmRequest("compute", 1, "bm.gpu")],
+    }));
+    expect(p.workers[0].bmi).toMatchObject({ catalogItem: "cat-old", instanceType: "bm.small", networkAttachment: { interface: "eno1" } });
+    expect(p.drift?.map((d) => [d.field, d.live, d.requested])).toEqual([
+      ["catalogItem", "cat-old", "cat-system"], ["instanceType", "bm.small", "bm.gpu"], ["networkAttachment.interface", "eno1", "ens3f0"],
+    ]);
+  });
+
+  test("no difference: WorkerSpecDrift False, no drift", () => {
+    const p = planOf(readyWorld(2, { bmis: ["r1", "r2"].map((x) => bmiFor(x, { spec: liveSpec })) }));
+    expect(p.drift).toEqual([]);
+    expect(conditionOf(p, "WorkerSpecDrift")).toMatchObject({ status: "False", reason: "NoDrift" });
+  });
+
+  test("a BMI that is not observed (unlisted) is declared with the requested values, as before", () => {
+    const p = planOf(edited({ bmis: [bmiFor("r1", { spec: liveSpec })], goneBmiIds: [] }));
+    expect(p.workers.find((w) => w.slot === "r2")?.bmi).toMatchObject({ adoptId: "id-r2", networkAttachment: { securityGroups: ["sg-3"] } });
+    expect(p.drift?.map((d) => d.slot)).toEqual(["r1"]);
   });
 });

@@ -1,6 +1,6 @@
 // Sequence simulation: a seeded random world (BMIs boot, Agents register and install, one BMI fails,
 // one host never registers, CAPI unbinds on scale-down, the fulfillment-service is sometimes
-// unreadable) stepped with a clock. Each step: observe → plan → check invariants → persist status
+// unreadable, and its List sometimes leaves a BMI out) stepped with a clock. Each step: observe → plan → check invariants → persist status
 // (fence included) → apply the plan the way `up` would → let the world move on.
 import { allowedTransition, countWorkers, plan } from "../../planner";
 import {
@@ -57,13 +57,19 @@ class World {
     return lo + Math.floor(this.rnd() * (hi - lo));
   }
 
-  observe(listFails: boolean) {
+  /**
+   * `omit`: a List fault leaves that BMI out (issue 15 finding 2); the Get of every recorded id missing
+   * from the List still answers from the real world, so only really deleted BMIs are confirmed gone.
+   */
+  observe(listFails: boolean, omit?: string) {
+    const real = new Set([...this.bmis.values()].map((b) => b.id));
     return snap({
+      goneBmiIds: listFails ? [] : this.workers.map((w) => w.bareMetalInstance?.id).filter((id): id is string => Boolean(id) && !real.has(id!)),
       now: new Date(this.now),
       nodeRequests: [bmRequest("compute", this.requested)],
       workers: this.workers.map((w) => ({ ...w, ...(w.bareMetalInstance ? { bareMetalInstance: { ...w.bareMetalInstance } } : {}) })),
       orderPatch: (o) => { o.status!.conditions = this.conditions; },
-      bmis: listFails ? undefined : [...this.bmis.values()].map((b) => ({ ...b, macs: [...b.macs], labels: { ...b.labels } })),
+      bmis: listFails ? undefined : [...this.bmis.values()].filter((b) => b.name !== omit).map((b) => ({ ...b, macs: [...b.macs], labels: { ...b.labels } })),
       agents: [...this.agents.values()].map((a) => ({ ...a, labels: { ...a.labels }, ...(a.macs ? { macs: [...a.macs] } : {}) })),
       nodePools: [{ name: "np-compute", namespace: NS, nodeSet: "compute", replicas: this.replicas, statusReplicas: this.replicas }],
       newName: () => `s${++this.names}`,
@@ -208,8 +214,10 @@ function run(seed: number): World {
     const target = schedule.get(step);
     if (target !== undefined) world.requested = target;
     const listFails = rnd() < 0.05;
+    const names = [...world.bmis.keys()];
+    const omit = names.length > 0 && rnd() < 0.1 ? names[Math.floor(rnd() * names.length)] : undefined;
     const before = world.workers;
-    const p = plan(world.observe(listFails));
+    const p = plan(world.observe(listFails, omit));
     checkInvariants(world, before, p, !listFails);
     for (const w of p.status.workers) world.seen.add(w.phase);
     for (const e of p.events) world.seen.add(e.reason);

@@ -9,6 +9,8 @@ import type { BareMetalInstanceInputs, BareMetalInstanceOutputs } from "../../pr
 import { RunningSimulator, startSimulator } from "../../lab/fulfillment/server";
 import { PROJECT_ROOT } from "../../automation/toolchain";
 import { ADMIN_TOKEN, eventually, SYSTEM_ITEM, tempDir, testSeed } from "../fulfillment/helpers";
+import { parseCreateRejections } from "../../providers/createRejection";
+import { createOrder, setWorkers, type TestOrder } from "./orders";
 
 const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 const ORDER = "9b0c1d2e-order-uid";
@@ -19,10 +21,11 @@ let dir: string;
 let tokenFile: string;
 let admin: FulfillmentClient;
 let catalogItemId: string;
+let order: TestOrder;
 
 beforeAll(async () => {
   process.env.BMW_PROJECT_ROOT = PROJECT_ROOT;
-  process.env.BMW_BMI_DELETE_POLL_MS = "25";
+  order = await createOrder();
   dir = tempDir("bmi-provider");
   sim = await startSimulator({ seed: testSeed(), stateDir: dir });
   tokenFile = path.join(dir, "token");
@@ -40,7 +43,6 @@ afterAll(async () => {
 afterEach(() => {
   sim.engine.faults.clear();
   sim.engine.tick();
-  delete process.env.BMW_BMI_DELETE_TIMEOUT_MS;
 });
 
 function inputs(name: string, extra: Partial<BareMetalInstanceInputs> = {}): BareMetalInstanceInputs {
@@ -51,8 +53,14 @@ function inputs(name: string, extra: Partial<BareMetalInstanceInputs> = {}): Bar
     catalogItem: catalogItemId, instanceType: "compute", diskImage: "di-rhcos-417", userData: IGNITION,
     networkAttachment: { subnet: "tenant-subnet", securityGroups: ["sg-1"], interface: "ens1f0", primary: true },
     connection: { address: sim.address, tokenFile, plaintext: true },
+    guard: order.guard(`slot-${name}`),
     ...extra,
   };
+}
+
+/** Test cleanup, past the provider's delete guard. */
+async function cleanup(id: string): Promise<void> {
+  await admin.bareMetalInstances.delete(id).catch(() => undefined);
 }
 
 const NONE = {} as BareMetalInstanceInputs;
@@ -92,15 +100,24 @@ describe("check", () => {
 
 describe("diff", () => {
   const olds = (): BareMetalInstanceOutputs => ({ ...inputs("w-diff"), bmiId: "id", state: "Running", deleting: false, macs: [] });
-  it("replaces on immutable fields and updates labels in place", async () => {
-    expect(await provider.diff!("id", olds(), inputs("w-diff", { userData: "{}" }))).toMatchObject({ changes: true, replaces: ["userData"] });
-    expect(await provider.diff!("id", olds(), inputs("w-diff", { diskImage: "di-other", instanceType: "gpu" })))
-      .toMatchObject({ changes: true, replaces: ["instanceType", "diskImage"] });
-    expect(await provider.diff!("id", olds(), inputs("w-diff", { labels: { [ORDER_LABEL]: ORDER, extra: "1" } })))
-      .toMatchObject({ changes: true, replaces: [] });
-    expect(await provider.diff!("id", olds(), inputs("w-diff", { adoptId: "some-id" }))).toMatchObject({ changes: false });
-    expect(await provider.diff!("id", olds(), { ...inputs("w-diff"), networkAttachment: UNKNOWN } as unknown as BareMetalInstanceInputs))
-      .toMatchObject({ changes: true, replaces: ["networkAttachment"] });
+  const changed = (patch: Partial<BareMetalInstanceInputs>) => inputs("w-diff", patch);
+  it("never replaces: create-only inputs are no change, labels, annotations, connection and guard update in place", async () => {
+    const createOnly: Partial<BareMetalInstanceInputs>[] = [
+      { userData: "{}" }, { diskImage: "di-other" }, { instanceType: "gpu" }, { catalogItem: "other-item" }, { tenant: "other" } as unknown as Partial<BareMetalInstanceInputs>,
+      { networkAttachment: { subnet: "tenant-subnet", securityGroups: ["sg-1", "sg-2"], interface: "ens1f0", primary: true } },
+      { networkAttachment: { subnet: "tenant-subnet", securityGroups: ["sg-1"], interface: "ens1f1", primary: true } },
+      { networkAttachment: UNKNOWN } as unknown as Partial<BareMetalInstanceInputs>, { adoptId: "some-id" },
+    ];
+    for (const patch of createOnly) {
+      expect(await provider.diff!("id", olds(), changed(patch))).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
+    }
+    const mutable: Partial<BareMetalInstanceInputs>[] = [
+      { labels: { [ORDER_LABEL]: ORDER, extra: "1" } }, { annotations: { note: "n" } },
+      { connection: { address: "elsewhere:443", tokenFile: "/t" } }, { guard: { ...order.guard("slot-w-diff"), slot: "other" } },
+    ];
+    for (const patch of mutable) {
+      expect(await provider.diff!("id", olds(), { ...changed(patch), instanceType: "gpu" })).toEqual({ changes: true, replaces: [], deleteBeforeReplace: false });
+    }
   });
 });
 
@@ -121,7 +138,7 @@ describe("create", () => {
     expect(running.macs).toEqual(["aa:bb:cc:00:00:01", "aa:bb:cc:00:00:02"]);
     // The client's bookkeeping labels are not reported as drift of the program's labels.
     expect(running.labels).toEqual(inputs("w-create").labels);
-    await provider.delete!(id, running);
+    await cleanup(id);
   });
 
   it("a lost Create response, then a retry, leaves exactly one BMI", async () => {
@@ -136,7 +153,7 @@ describe("create", () => {
     expect(again.id).toBe(first.id);
     expect(creates() - before).toBe(1);
     expect(await bmisNamed("w-lost")).toHaveLength(1);
-    await provider.delete!(first.id, first.outs);
+    await cleanup(first.id);
   });
 
   it("adopts a live BMI by adoptId and refuses an id that is not this worker's", async () => {
@@ -145,7 +162,7 @@ describe("create", () => {
     expect(adopted.id).toBe(made.id);
     await expect(provider.create(inputs("w-other", { adoptId: made.id }))).rejects.toThrow(/named 'w-adopt', not 'w-other'/);
     await expect(provider.create(inputs("w-adopt", { adoptId: "no-such-id" }))).rejects.toThrow(/does not exist/);
-    await provider.delete!(made.id, made.outs);
+    await cleanup(made.id);
   });
 
   it("never adopts a BMI that is being deleted", async () => {
@@ -192,32 +209,82 @@ describe("read and update", () => {
     expect(stored.metadata?.labels).toMatchObject({ added: "1", "osac.openshift.io/instance-type": "compute" });
     expect(stored.metadata?.annotations).toMatchObject({ note: "n", "osac.openshift.io/disk-image": "di-rhcos-417" });
     expect(stored.metadata?.annotations["osac.openshift.io/owner-reference"]).toBeUndefined();
-    await provider.delete!(id, r.outs as BareMetalInstanceOutputs);
+    await cleanup(id);
+  });
+});
+
+describe("update", () => {
+  it("keeps the create-only inputs the BMI was created with, and a guard change never calls the service", async () => {
+    const { id, outs } = await create(inputs("w-keep"));
+    const calls = () => [...sim.engine.calls.entries()].filter(([m]) => m.startsWith("BareMetalInstances/")).reduce((n, [, c]) => n + c, 0);
+    const before = calls();
+    const guarded = (await provider.update!(id, outs, inputs("w-keep", { guard: order.guard("slot-moved") }))).outs as BareMetalInstanceOutputs;
+    expect(calls()).toBe(before);
+    expect(guarded.guard?.slot).toBe("slot-moved");
+    const news = inputs("w-keep", { labels: { ...inputs("w-keep").labels, added: "1" }, instanceType: "gpu",
+      networkAttachment: { subnet: "tenant-subnet", securityGroups: ["sg-2"], interface: "ens2f0", primary: true } });
+    const r = (await provider.update!(id, guarded, news)).outs as BareMetalInstanceOutputs;
+    expect(r).toMatchObject({ bmiId: id, instanceType: "compute", networkAttachment: inputs("w-keep").networkAttachment });
+    expect(r.labels.added).toBe("1");
+    await cleanup(id);
   });
 });
 
 describe("delete", () => {
-  it("waits until the BMI is really gone", async () => {
+  it("issues the Delete of a retired worker's BMI and returns without waiting for it to be gone", async () => {
+    sim.engine.faults.setLifecycle({ name_prefix: "w-del", stuck_deleting: true, withhold_macs: false });
     const { id, outs } = await create(inputs("w-del"));
+    await setWorkers(order, [{ slot: "slot-w-del", phase: "Deleting", bmi: { name: "w-del", id } }]);
     const started = Date.now();
     await provider.delete!(id, outs);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(250); // the simulator's deleteMs is 300
-    await expect(admin.bareMetalInstances.get(id)).rejects.toThrow(/NOT_FOUND/);
-    // Deleting again is a no-op: NotFound means gone.
-    await provider.delete!(id, outs);
-  });
-
-  it("fails past BMW_BMI_DELETE_TIMEOUT_MS while the BMI is stuck, and succeeds once it completes", async () => {
-    sim.engine.faults.setLifecycle({ name_prefix: "w-stuck", stuck_deleting: true, withhold_macs: false });
-    const { id, outs } = await create(inputs("w-stuck"));
-    process.env.BMW_BMI_DELETE_TIMEOUT_MS = "400";
-    const started = Date.now();
-    await expect(provider.delete!(id, outs)).rejects.toThrow(/still being deleted after 400 ms/);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect((await admin.bareMetalInstances.get(id)).metadata?.deletion_timestamp).toBeTruthy();
+    // Being deleted already, or gone: nothing more to do, and no second Delete.
+    const deletes = () => sim.engine.calls.get("BareMetalInstances/Delete") ?? 0;
+    const before = deletes();
+    await provider.delete!(id, outs);
+    expect(deletes()).toBe(before);
     sim.engine.faults.clear();
     sim.engine.tick();
+    await eventually(async () => (await admin.bareMetalInstances.get(id).then(() => false, () => true)) || undefined);
     await provider.delete!(id, outs);
-    await expect(admin.bareMetalInstances.get(id)).rejects.toThrow(/NOT_FOUND/);
+    expect(deletes()).toBe(before);
+  });
+});
+
+describe("create rejections", () => {
+  it("marks INVALID_ARGUMENT (a catalog item that does not exist) as a definitive rejection, without the ignition", async () => {
+    const err = await provider.create(inputs("w-noitem", { catalogItem: "ci-missing" })).then(() => undefined, (e: Error) => e);
+    expect(err).toBeDefined();
+    const [rejection] = parseCreateRejections(err!.message);
+    expect(rejection).toMatchObject({ bmiName: "w-noitem", code: "INVALID_ARGUMENT" });
+    expect(rejection.message).toContain("ci-missing");
+    expect(err!.message).not.toContain("assisted-pull-token-abc");
+    expect(await bmisNamed("w-noitem")).toHaveLength(0);
+  });
+
+  it("marks FAILED_PRECONDITION as a definitive rejection", async () => {
+    sim.engine.faults.setMethod({ method: "BareMetalInstances/Create", code: 9 /* FAILED_PRECONDITION */, rate: 1, latencyMs: 0, commitThenDrop: false, remaining: 1 });
+    const err = await provider.create(inputs("w-precond")).then(() => undefined, (e: Error) => e);
+    expect(parseCreateRejections(err!.message)).toEqual([expect.objectContaining({ bmiName: "w-precond", code: "FAILED_PRECONDITION" })]);
+  });
+
+  it("marks ALREADY_EXISTS for a name held by another owner, and adopts nothing", async () => {
+    const other = await admin.bareMetalInstances.create({
+      metadata: { name: "w-taken", tenant: "system", labels: { [ORDER_LABEL]: "another-order" } },
+      spec: { catalog_item: { id: catalogItemId }, user_data: "{}", instance_type: "compute",
+        network_attachments: [{ subnet: { id: "tenant-subnet" }, security_groups: [], interface: "ens1f0", primary: true }] },
+    });
+    const err = await provider.create(inputs("w-taken")).then(() => undefined, (e: Error) => e);
+    expect(parseCreateRejections(err!.message)).toEqual([expect.objectContaining({ bmiName: "w-taken", code: "ALREADY_EXISTS" })]);
+    expect((await bmisNamed("w-taken")).map((b) => b.id)).toEqual([other.id]);
+    await cleanup(other.id);
+  });
+
+  it("keeps transient failures ordinary errors (retried by the next update)", async () => {
+    sim.engine.faults.setMethod({ method: "BareMetalInstances/Create", code: 14 /* UNAVAILABLE */, rate: 1, latencyMs: 0, commitThenDrop: false });
+    const err = await provider.create(inputs("w-flaky")).then(() => undefined, (e: Error) => e);
+    expect(err?.message).toMatch(/UNAVAILABLE/);
+    expect(parseCreateRejections(err!.message)).toEqual([]);
   });
 });

@@ -185,7 +185,7 @@ describe("the reconciler as the deploy/ ServiceAccount", () => {
     const core = id.kc.makeApiClient(k8s.CoreV1Api);
     const custom = id.kc.makeApiClient(k8s.CustomObjectsApi);
     expect(await denied(core.listNamespacedSecret({ namespace: ns }))).toBe(403);
-    expect(await denied(core.readNamespacedSecret({ namespace: ns, name: "missing-secret" }))).toBe(404); // get is granted
+    expect(await denied(core.readNamespacedSecret({ namespace: ns, name: "missing-secret" }))).toBe(403);
     expect(await denied(core.deleteNamespace({ name: ns }))).toBe(403);
     expect(await denied(core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: "x" } } }))).toBe(403);
     expect(await denied(custom.createNamespacedCustomObject({ group: "hypershift.openshift.io", version: "v1beta1", namespace: ns,

@@ -33,8 +33,6 @@ export function productEnv(lab: Lab, stateDir: string, extra: Record<string, str
     BMW_AGENT_TIMEOUT_BACKOFF_MS: "1000,2000,3000",
     BMW_AGENT_TIMEOUT_BACKOFF_CAP_MS: "3000",
     BMW_IGNITION_POLL_MS: "1000",
-    BMW_BMI_DELETE_TIMEOUT_MS: "30000",
-    BMW_BMI_DELETE_POLL_MS: "200",
     ...extra,
   };
 }

@@ -1,0 +1,175 @@
+// Bounds what a file (DIY) backend keeps per stack. Pulumi writes, for every update, refresh, destroy and
+// import (failed ones included), a `.history.json` and a full `.checkpoint.json` copy under
+// .pulumi/history/<project>/<stack>/, plus a timestamped copy under .pulumi/backups/ and a `.json.bak` of
+// the previous checkpoint, and never prunes any of them: an hourly refresh per order fills the volume.
+// The backups/ copies are turned off with PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS (set for every
+// pulumi process the reconciler starts); after each operation the oldest history entries beyond the
+// retention are deleted, with any backups/ copy and the `.json.bak` (the newest history checkpoint holds
+// the same state). How many were pruned is kept in the history directory itself, so history numbers stay
+// stable (`rollback --to N`) and `pulumi stack rm` removes the count with the history.
+import * as fs from "node:fs";
+import * as path from "node:path";
+
+export const DEFAULT_HISTORY_RETENTION = 100;
+
+/** Set for every pulumi process: no timestamped checkpoint copies under .pulumi/backups/. */
+export const DISABLE_BACKUPS_ENV = "PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS";
+
+const PRUNED_FILE = "bmw-pruned.json";
+/**
+ * `<stack>-<unixnano>.history.json[.gz|.zst]` and the matching `.checkpoint.json[...]`, each with the `.attrs`
+ * sidecar that the file bucket (gocloud fileblob) writes beside every object.
+ */
+const ENTRY = /^(.*)-(\d+)\.(history|checkpoint)\.json(\.gz|\.zst)?(\.attrs)?$/;
+
+export function historyDir(stateDir: string, project: string, stack: string): string {
+  return path.join(stateDir, ".pulumi", "history", project, stack);
+}
+
+function backupDir(stateDir: string, project: string, stack: string): string {
+  return path.join(stateDir, ".pulumi", "backups", project, stack);
+}
+
+function checkpointBase(stateDir: string, project: string, stack: string): string {
+  return path.join(stateDir, ".pulumi", "stacks", project, stack);
+}
+
+function names(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** How many of the stack's oldest history entries were pruned (0 for a new stack). */
+export function prunedCount(stateDir: string, project: string, stack: string): number {
+  try {
+    const n = (JSON.parse(fs.readFileSync(path.join(historyDir(stateDir, project, stack), PRUNED_FILE), "utf8")) as { pruned?: unknown }).pruned;
+    return typeof n === "number" && Number.isInteger(n) && n >= 0 ? n : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export interface PruneResult {
+  /** History entries deleted now. */
+  removed: number;
+  /** History entries left. */
+  kept: number;
+  /** Entries pruned over the stack's life (the first kept entry is number pruned + 1). */
+  pruned: number;
+}
+
+/**
+ * Keeps the newest `keep` history entries of a stack and deletes older ones, backup copies and the
+ * `.json.bak`. Runs after an operation of this process, under its per-stack mutex; the engine only ever
+ * adds newer entries, so a concurrent operation of another process cannot lose one it needs.
+ */
+export function pruneStackState(stateDir: string, project: string, stack: string, keep: number): PruneResult {
+  if (!Number.isInteger(keep) || keep < 1) throw new Error(`history retention must be a positive integer, got ${keep}`);
+  const dir = historyDir(stateDir, project, stack);
+  const stamps = new Map<bigint, string[]>();
+  const withHistory = new Set<bigint>();
+  for (const n of names(dir)) {
+    const m = ENTRY.exec(n);
+    if (!m || m[1] !== stack) continue;
+    const t = BigInt(m[2]);
+    stamps.set(t, [...(stamps.get(t) ?? []), n]);
+    if (m[3] === "history" && !m[5]) withHistory.add(t);
+  }
+  const entries = [...withHistory].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const drop = entries.slice(0, Math.max(0, entries.length - keep));
+  const oldestKept = entries[drop.length];
+  let pruned = prunedCount(stateDir, project, stack);
+  if (drop.length > 0) {
+    // Count first: a crash in between leaves a number too high (a gap), never two entries with one number.
+    pruned += drop.length;
+    const tmp = path.join(dir, `${PRUNED_FILE}.${process.pid}.tmp`);
+    fs.writeFileSync(tmp, JSON.stringify({ pruned }));
+    fs.renameSync(tmp, path.join(dir, PRUNED_FILE));
+  }
+  // Older files of dropped entries, and checkpoint copies without a history entry older than the oldest kept one.
+  for (const [t, files] of stamps) {
+    const doomed = drop.includes(t) || (!withHistory.has(t) && oldestKept !== undefined && t < oldestKept);
+    if (doomed) for (const f of files) fs.rmSync(path.join(dir, f), { force: true });
+  }
+  fs.rmSync(backupDir(stateDir, project, stack), { recursive: true, force: true });
+  for (const ext of [".json.bak", ".json.gz.bak", ".json.zst.bak"]) {
+    for (const f of [ext, `${ext}.attrs`]) fs.rmSync(checkpointBase(stateDir, project, stack) + f, { force: true });
+  }
+  return { removed: drop.length, kept: entries.length - drop.length, pruned };
+}
+
+async function bytesUnder(p: string): Promise<number> {
+  let st: fs.Stats;
+  try {
+    st = await fs.promises.lstat(p);
+  } catch {
+    return 0;
+  }
+  if (!st.isDirectory()) return st.size;
+  let total = 0;
+  let entries: string[];
+  try {
+    entries = await fs.promises.readdir(p);
+  } catch {
+    return 0;
+  }
+  for (const e of entries) total += await bytesUnder(path.join(p, e));
+  return total;
+}
+
+/** Bytes a stack occupies in the state: its checkpoint (with any backup), history and backups/. */
+export async function stackStateBytes(stateDir: string, project: string, stack: string): Promise<number> {
+  const base = checkpointBase(stateDir, project, stack);
+  const files = names(path.dirname(base)).filter((n) => n === stack || n.startsWith(`${stack}.json`));
+  let total = 0;
+  for (const f of files) total += await bytesUnder(path.join(path.dirname(base), f));
+  return total + (await bytesUnder(historyDir(stateDir, project, stack))) + (await bytesUnder(backupDir(stateDir, project, stack)));
+}
+
+/**
+ * The size of the state directory for the `bmw_state_bytes` gauge, without walking every file on each
+ * scrape: a full walk at most every `fullScanMs`, and in between each stack this process changed is
+ * measured again after its operation (what other processes write shows at the next full walk).
+ */
+export class StateSize {
+  private total?: number;
+  private scannedAt = -Infinity;
+  private scanning?: Promise<number>;
+  private readonly perStack = new Map<string, number>();
+
+  constructor(private readonly stateDir: string, private readonly project: string, private readonly fullScanMs = 10 * 60_000,
+    private readonly now: () => number = Date.now) {}
+
+  async bytes(): Promise<number> {
+    if (this.total === undefined || this.now() - this.scannedAt >= this.fullScanMs) {
+      this.scanning ??= this.scan().finally(() => (this.scanning = undefined));
+      return this.scanning;
+    }
+    return this.total;
+  }
+
+  /** Re-measures one stack after an operation on it. */
+  async stackChanged(stack: string): Promise<void> {
+    if (this.total === undefined) return; // the first scrape walks everything anyway
+    const now = await stackStateBytes(this.stateDir, this.project, stack);
+    this.total += now - (this.perStack.get(stack) ?? 0);
+    this.perStack.set(stack, now);
+  }
+
+  private async scan(): Promise<number> {
+    const started = this.now();
+    const total = await bytesUnder(this.stateDir);
+    this.perStack.clear();
+    const stacks = new Set([
+      ...names(path.join(this.stateDir, ".pulumi", "history", this.project)),
+      ...names(path.join(this.stateDir, ".pulumi", "stacks", this.project)).map((n) => n.replace(/\.json.*$/, "")),
+    ]);
+    for (const stack of stacks) this.perStack.set(stack, await stackStateBytes(this.stateDir, this.project, stack));
+    this.total = total;
+    this.scannedAt = started;
+    return total;
+  }
+}

@@ -1,0 +1,35 @@
+// The UpdateFailed condition: the outcome of the last update of the order's stack as the reconciler
+// knows it. A failure stays visible on the order (reason, message, and through lastTransitionTime since
+// when) until an update succeeds; an unknown outcome (a fresh process) leaves the previous condition.
+import { COND_UPDATE_FAILED, cond, type ConditionInput } from "./conditions";
+import type { Snapshot } from "./types";
+
+/** metav1.Condition's reason pattern; anything else would make the status write fail. */
+const REASON_PATTERN = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
+const MAX_MESSAGE = 2048;
+
+/**
+ * The reconciler passes a secret-free message; this is a second line of defence against a credential
+ * an engine or library error may quote (a bearer token, a JWT, a URL's user:password).
+ */
+export function redactCredentials(text: string): string {
+  return text
+    .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]")
+    .replace(/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, "[redacted]")
+    .replace(/(\/\/)[^/\s:@]+:[^/\s@]+@/g, "$1[redacted]@");
+}
+
+function boundedMessage(text: string): string {
+  const clean = redactCredentials(text).trim();
+  return clean.length <= MAX_MESSAGE ? clean : `${clean.slice(0, MAX_MESSAGE - 1)}…`;
+}
+
+/** The condition to write, or undefined to keep the previous one. */
+export function updateFailedCondition(snapshot: Snapshot): ConditionInput | undefined {
+  const last = snapshot.lastUpdate;
+  if (!last) return undefined;
+  if (last.ok) return cond(COND_UPDATE_FAILED, "False", "UpdateSucceeded", "the last update of this order's stack succeeded");
+  const reason = REASON_PATTERN.test(last.reason) && last.reason.length <= 128 ? last.reason : "UpdateFailed";
+  return cond(COND_UPDATE_FAILED, "True", reason,
+    `the update of this order's stack failed and is retried: ${boundedMessage(last.message) || "no detail was reported"}`);
+}

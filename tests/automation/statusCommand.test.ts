@@ -1,0 +1,30 @@
+// The `status` command shows a failing update next to the workers: which order, since when, why and
+// which update (issue 15, finding 12).
+import { statusRows, updateFailureRows } from "../../automation/app";
+import { formatStatus } from "../../automation/cli";
+import { entry } from "../planner/builders";
+
+describe("status output", () => {
+  const failed = {
+    type: "UpdateFailed", status: "True" as const, reason: "CreateRejected", lastTransitionTime: "2026-12-01T10:00:00Z",
+    message: "the update of this order's stack failed and is retried: update of stack ns--co started 2026-12-01T10:00:00.000Z failed: rejected",
+  };
+
+  it("lists the orders whose UpdateFailed is True, with since, reason and message", () => {
+    const report = {
+      workers: statusRows("ns/co", [entry("w1", { phase: "Failed", lastFailureReason: "CreateRejected" })]),
+      updateFailures: [...updateFailureRows("ns/co", [failed]), ...updateFailureRows("ns/ok", [{ ...failed, status: "False" as const }])],
+    };
+    expect(report.updateFailures).toEqual([{ order: "ns/co", since: "2026-12-01T10:00:00Z", reason: "CreateRejected", message: failed.message }]);
+    const text = formatStatus(report);
+    expect(text).toMatch(/WORKER\s+NODESET\s+PHASE/);
+    expect(text).toContain("UPDATE FAILED");
+    expect(text).toMatch(/ns\/co\s+2026-12-01T10:00:00Z\s+CreateRejected\s+the update of this order's stack failed/);
+    expect(text).toContain("started 2026-12-01T10:00:00.000Z");
+  });
+
+  it("shows only the workers when every update succeeds", () => {
+    const text = formatStatus({ workers: statusRows("ns/co", [entry("w1")]), updateFailures: [] });
+    expect(text).not.toContain("UPDATE FAILED");
+  });
+});
