@@ -6,10 +6,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { FulfillmentClient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
-import { plannerConfigFromEnv } from "../planner";
-import { COND_UPDATE_FAILED } from "../planner/conditions";
-import type { Condition, PlannerConfig, WorkerStatus } from "../planner/types";
-import type { OrderRef } from "./observe";
+import { plan as makePlan, plannerConfigFromEnv } from "../planner";
+import { COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
+import type { ClusterOrder, Condition, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
+import { observe, type OrderRef } from "./observe";
 import { ObserveCache } from "./observeCache";
 import {
   reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
@@ -112,6 +112,8 @@ export interface StatusReport {
   workers: StatusRow[];
   /** Orders whose last update failed (UpdateFailed=True). */
   updateFailures: UpdateFailureRow[];
+  /** Create-only inputs of live BMIs that differ from the request (kept as they are; only new incarnations change). */
+  drift: (WorkerDrift & { order: string })[];
 }
 
 export function updateFailureRows(order: string, conditions: Condition[] | undefined): UpdateFailureRow[] {
@@ -214,10 +216,20 @@ export class App {
   async status(ref?: OrderRef): Promise<StatusReport> {
     const orders = ref ? [await this.mustExist(ref)] : await this.kube.listClusterOrders();
     const name = (o: (typeof orders)[number]) => `${o.metadata.namespace}/${o.metadata.name}`;
+    const drifting = orders.filter((o) => (o.status?.conditions ?? []).some((c) => c.type === COND_WORKER_SPEC_DRIFT && c.status === "True"));
+    const drift = (await Promise.all(drifting.map(async (o) => (await this.driftOf(o)).map((d) => ({ order: name(o), ...d }))))).flat();
     return {
       workers: orders.flatMap((o) => statusRows(name(o), o.status?.workers ?? [])),
       updateFailures: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions)),
+      drift,
     };
+  }
+
+  /** Per worker, which create-only field differs and how: observed and planned now (reads only). */
+  private async driftOf(order: ClusterOrder): Promise<WorkerDrift[]> {
+    const { snapshot } = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
+      ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache }, { namespace: order.metadata.namespace, name: order.metadata.name });
+    return makePlan(snapshot).drift ?? [];
   }
 
   async history(ref: OrderRef): Promise<HistoryEntry[]> {

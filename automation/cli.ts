@@ -138,6 +138,10 @@ export function formatStatus(report: StatusReport): string {
   if (report.updateFailures.length > 0) {
     out.push("", "UPDATE FAILED", formatTable(report.updateFailures.map((f) => ({ order: f.order, since: f.since, reason: f.reason, message: f.message }))));
   }
+  if (report.drift.length > 0) {
+    out.push("", "CREATE-ONLY DRIFT (live BMIs kept; new incarnations get the requested value)",
+      formatTable(report.drift.map((d) => ({ order: d.order, worker: d.slot, bmi: d.bmiName, field: d.field, live: d.live, requested: d.requested }))));
+  }
   return out.join("\n");
 }
 

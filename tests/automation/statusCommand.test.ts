@@ -14,6 +14,7 @@ describe("status output", () => {
     const report = {
       workers: statusRows("ns/co", [entry("w1", { phase: "Failed", lastFailureReason: "CreateRejected" })]),
       updateFailures: [...updateFailureRows("ns/co", [failed]), ...updateFailureRows("ns/ok", [{ ...failed, status: "False" as const }])],
+      drift: [],
     };
     expect(report.updateFailures).toEqual([{ order: "ns/co", since: "2026-12-01T10:00:00Z", reason: "CreateRejected", message: failed.message }]);
     const text = formatStatus(report);
@@ -24,7 +25,17 @@ describe("status output", () => {
   });
 
   it("shows only the workers when every update succeeds", () => {
-    const text = formatStatus({ workers: statusRows("ns/co", [entry("w1")]), updateFailures: [] });
+    const text = formatStatus({ workers: statusRows("ns/co", [entry("w1")]), updateFailures: [], drift: [] });
     expect(text).not.toContain("UPDATE FAILED");
+    expect(text).not.toContain("DRIFT");
+  });
+
+  it("lists, per worker, the create-only field that differs, its live and its requested value", () => {
+    const text = formatStatus({
+      workers: statusRows("ns/co", [entry("w1", { phase: "Ready" })]), updateFailures: [],
+      drift: [{ order: "ns/co", slot: "w1", bmiName: "co-w1a", field: "networkAttachment.securityGroups", live: "sg-a", requested: "sg-a,sg-b" }],
+    });
+    expect(text).toContain("CREATE-ONLY DRIFT");
+    expect(text).toMatch(/ns\/co\s+w1\s+co-w1a\s+networkAttachment\.securityGroups\s+sg-a\s+sg-a,sg-b/);
   });
 });

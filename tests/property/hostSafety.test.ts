@@ -345,6 +345,19 @@ describe("host safety under random edits and list faults (property)", () => {
     await checkKept(o, before, what);
   }
 
+  /** I2: a kept BMI whose security groups differ from the request is named, per worker, by `status`. */
+  async function checkDriftReported(o: Order, before: Map<string, { worker: string; name: string }>, requested: string[], what: string): Promise<void> {
+    const want = [...requested].sort().join(",");
+    const drift = (await app.status(o.ref)).drift;
+    for (const b of await liveBmis(o)) {
+      const kept = before.get(b.id);
+      const live = (b.spec?.network_attachments?.[0]?.security_groups ?? []).map((g) => g.id).sort().join(",");
+      if (!kept || live === want) continue;
+      const row = drift.find((d) => d.bmiName === b.metadata?.name && d.field === "networkAttachment.securityGroups");
+      if (!row || row.slot !== kept.worker) o.violations.push(`${what}: status does not report the security-group drift of ${kept.worker} (${b.metadata?.name})`);
+    }
+  }
+
   /** One reconcile of the settling phase, with the same checks as a step's. */
   async function guardedReconcile(o: Order, what: string, preview: boolean): Promise<string> {
     const order = await get(o);
@@ -484,6 +497,7 @@ describe("host safety under random edits and list faults (property)", () => {
           await checkedPreview(o, await get(o), what, live.map((b) => b.metadata?.name ?? ""));
           const result = await reconcileOnce(o);
           await afterReconcile(o, before, what);
+          if (step.edit.kind === "securityGroups" && !step.fault) await checkDriftReported(o, before, step.edit.groups, what);
           note(`  ${what}${step.fault && !faulted ? " (fault unsupported here)" : ""}: ${did} → ${result}`);
         }
         // The sequence runs on after a violation: what it goes on to do (hosts really deleted) is the evidence.
