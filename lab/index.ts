@@ -97,15 +97,18 @@ export class LabError extends Error {
 const SCOPE_LABEL = "baremetal-workers.lab/instance";
 const START_TIMEOUT_MS = 60_000;
 
+/** Byte-exact copies of the upstream Agent, InfraEnv, NodePool, HostedCluster and ClusterDeployment CRDs (origins in its README). */
+export const UPSTREAM_CRDS = path.join(PROJECT_ROOT, "lab", "crds");
+
 /** In-process components by lab directory (detached:false). */
 const inProcess = new Map<string, { simulator: RunningSimulator; controllers: RunningControllers }>();
 
 /**
- * The upstream CRDs (BMW_SHARED_CRDS, else ../shared/crds beside the checkout) and the project's own.
+ * The upstream CRDs (BMW_SHARED_CRDS, else the copies vendored in lab/crds) and the project's own.
  * Without the upstream ones the lab would start and then fail on its first NodePool with a bare 404.
  */
 export function sharedCrdDirs(env: NodeJS.ProcessEnv = process.env): string[] {
-  const shared = env.BMW_SHARED_CRDS ?? path.resolve(PROJECT_ROOT, "..", "shared", "crds");
+  const shared = env.BMW_SHARED_CRDS ?? UPSTREAM_CRDS;
   if (!fs.existsSync(shared)) {
     throw new Error(`the upstream CRDs (Agent, InfraEnv, NodePool, HostedCluster, ClusterDeployment) are not at ${shared}: ` +
       "set BMW_SHARED_CRDS to the directory that holds them");

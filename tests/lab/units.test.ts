@@ -145,4 +145,14 @@ describe("lab set-up errors", () => {
     const shared = tempDir("crds");
     expect(sharedCrdDirs({ BMW_SHARED_CRDS: shared })).toEqual([shared, expect.stringMatching(/deploy\/crds$/)]);
   });
+
+  test("by default the upstream CRDs come from the checkout itself (lab/crds), so a clone works alone", async () => {
+    const { sharedCrdDirs, UPSTREAM_CRDS } = await import("../../lab/index");
+    const [upstream] = sharedCrdDirs({});
+    expect(upstream).toBe(UPSTREAM_CRDS);
+    expect(path.relative(path.resolve(__dirname, "../.."), upstream)).toBe(path.join("lab", "crds"));
+    const kinds = fs.readdirSync(upstream).filter((f) => f.endsWith(".yaml"))
+      .map((f) => /\n {4}kind: (\w+)\n/.exec(fs.readFileSync(path.join(upstream, f), "utf8"))?.[1]).sort();
+    expect(kinds).toEqual(["Agent", "ClusterDeployment", "HostedCluster", "InfraEnv", "NodePool"]);
+  });
 });

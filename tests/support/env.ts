@@ -3,7 +3,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { PROJECT_ROOT } from "../../automation/toolchain";
 
-export const SHARED_CRDS = path.resolve(PROJECT_ROOT, "..", "shared", "crds");
+/** The upstream CRDs, vendored in lab/crds (see its README for their origins). */
+export const SHARED_CRDS = path.join(PROJECT_ROOT, "lab", "crds");
 export const PROJECT_CRDS = path.join(PROJECT_ROOT, "deploy", "crds");
 
 /** One control plane per test run, in a temp dir recorded in the environment for the workers. */
