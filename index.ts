@@ -23,8 +23,10 @@ export = async () => {
   const kube = new Kube(loadKubeConfig(settings.kubeconfigPath));
   const fulfillment = new FulfillmentClient(connectionOptions(settings.fulfillment));
   try {
+    // A preview only looks: the system catalog item is created by a real update (or the reconciler), never by `pulumi preview`.
     const { snapshot, fulfillmentError } = await observe({
       kube, fulfillment, config: plannerConfigFromEnv(process.env), ignitionCaFile: settings.ignitionCaFile,
+      createCatalogItem: !pulumi.runtime.isDryRun(),
     }, ref);
     // A rollback pin (stack config `pin`, set by `baremetal-workers rollback`) overrides requested counts.
     const pin = config.getObject<Record<string, number>>("pin");

@@ -9,14 +9,14 @@ import { Kube, loadKubeConfig } from "../clients/kube";
 import { plan as makePlan, plannerConfigFromEnv } from "../planner";
 import { COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
 import type { ClusterOrder, Condition, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
-import { observe, type OrderRef } from "./observe";
+import { observe, OrderNotFoundError, type OrderRef } from "./observe";
 import { ObserveCache } from "./observeCache";
 import {
   reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
 } from "./reconcile";
 import { connectionOptions } from "../providers/bareMetalInstanceOps";
 import { programSettings, type ProgramSettings } from "./settings";
-import type { Slots } from "./slots";
+import { Slots } from "./slots";
 import { type HistoryEntry, isLockedError, missingUpdateMessage, type PreviewResult, StackManager } from "./stacks";
 
 export interface AppOptions {
@@ -114,6 +114,33 @@ export interface StatusReport {
   updateFailures: UpdateFailureRow[];
   /** Create-only inputs of live BMIs that differ from the request (kept as they are; only new incarnations change). */
   drift: (WorkerDrift & { order: string })[];
+  /** Drifting orders whose drift could not be observed this time (deleted meanwhile, service unreadable). */
+  driftUnknown?: { order: string; message: string }[];
+}
+
+/** Drift observations of `status` run at once: each is a full observation of one order. */
+export const STATUS_DRIFT_CONCURRENCY = 4;
+
+/**
+ * The drift of every order, at most `concurrency` observations at a time. An order that cannot be
+ * observed (deleted during the command, an unreadable service) gets a note, not a failed command.
+ */
+export async function driftReport<O extends { metadata: { namespace: string; name: string } }>(
+  orders: readonly O[], driftOf: (order: O) => Promise<WorkerDrift[]>, concurrency = STATUS_DRIFT_CONCURRENCY,
+): Promise<Pick<StatusReport, "drift" | "driftUnknown">> {
+  const slots = new Slots(concurrency);
+  const results = await Promise.all(orders.map((o) => slots.run(async () => {
+    const order = `${o.metadata.namespace}/${o.metadata.name}`;
+    try {
+      return { drift: (await driftOf(o)).map((d) => ({ order, ...d })) };
+    } catch (err) {
+      const message = err instanceof OrderNotFoundError ? "the ClusterOrder was deleted meanwhile"
+        : `drift unknown: ${err instanceof Error ? err.message : String(err)}`;
+      return { drift: [], unknown: { order, message } };
+    }
+  })));
+  const driftUnknown = results.flatMap((r) => (r.unknown ? [r.unknown] : []));
+  return { drift: results.flatMap((r) => r.drift), ...(driftUnknown.length ? { driftUnknown } : {}) };
 }
 
 export function updateFailureRows(order: string, conditions: Condition[] | undefined): UpdateFailureRow[] {
@@ -217,18 +244,23 @@ export class App {
     const orders = ref ? [await this.mustExist(ref)] : await this.kube.listClusterOrders();
     const name = (o: (typeof orders)[number]) => `${o.metadata.namespace}/${o.metadata.name}`;
     const drifting = orders.filter((o) => (o.status?.conditions ?? []).some((c) => c.type === COND_WORKER_SPEC_DRIFT && c.status === "True"));
-    const drift = (await Promise.all(drifting.map(async (o) => (await this.driftOf(o)).map((d) => ({ order: name(o), ...d }))))).flat();
     return {
       workers: orders.flatMap((o) => statusRows(name(o), o.status?.workers ?? [])),
       updateFailures: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions)),
-      drift,
+      ...(await driftReport(drifting, (o) => this.driftOf(o))),
     };
   }
 
-  /** Per worker, which create-only field differs and how: observed and planned now (reads only). */
+  /**
+   * Per worker, which create-only field differs and how: observed and planned now. Reads only: the
+   * observation creates nothing (not even a missing system catalog item).
+   */
   private async driftOf(order: ClusterOrder): Promise<WorkerDrift[]> {
-    const { snapshot } = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
-      ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache }, { namespace: order.metadata.namespace, name: order.metadata.name });
+    const { snapshot, fulfillmentError } = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
+      ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache, createCatalogItem: false },
+    { namespace: order.metadata.namespace, name: order.metadata.name });
+    // Without the BMIs there is no drift to compute: say so rather than report none.
+    if (snapshot.bmis === undefined) throw new Error(`the fulfillment-service could not be read (${fulfillmentError})`);
     return makePlan(snapshot).drift ?? [];
   }
 

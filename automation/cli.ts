@@ -142,6 +142,9 @@ export function formatStatus(report: StatusReport): string {
     out.push("", "CREATE-ONLY DRIFT (live BMIs kept; new incarnations get the requested value)",
       formatTable(report.drift.map((d) => ({ order: d.order, worker: d.slot, bmi: d.bmiName, field: d.field, live: d.live, requested: d.requested }))));
   }
+  if (report.driftUnknown?.length) {
+    out.push("", "DRIFT UNKNOWN", formatTable(report.driftUnknown.map((u) => ({ order: u.order, reason: u.message }))));
+  }
   return out.join("\n");
 }
 

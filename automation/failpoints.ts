@@ -15,6 +15,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { descendants } from "./procfs";
 
 export interface FailpointSpec {
   name: string;
@@ -54,27 +55,8 @@ export function firedMarker(dir: string, name: string): string {
   return path.join(dir, `fired-${name}`);
 }
 
-function parentOf(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return undefined;
-  }
-}
-
 /** pid and every process below it (from /proc). */
-export function processTree(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const d of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    const ppid = parentOf(Number(d));
-    if (ppid !== undefined) children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
-  }
-  const out = [root];
-  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]) ?? []));
-  return out;
-}
+export const processTree = descendants;
 
 function signal(pid: number, sig: NodeJS.Signals): void {
   try {

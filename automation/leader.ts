@@ -60,6 +60,7 @@ export class LeaderElector {
   private reachable = false;
   private lastErrorText: string | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
   private running = false;
   private inFlight: Promise<void> | undefined;
 
@@ -82,6 +83,16 @@ export class LeaderElector {
     return this.leading;
   }
 
+  /**
+   * Whether this replica may act right now: it holds the Lease and its last successful renew started
+   * within the renew deadline on our clock. Unlike isLeader(), this does not wait for the next tick to
+   * notice a renew that hangs or fails: a replica cut off from the API server stops acting by the
+   * deadline, while another replica waits a whole lease duration (longer) before it may take over.
+   */
+  isLeading(): boolean {
+    return this.leading && this.now() - this.lastRenewOk < this.renewDeadlineMs;
+  }
+
   /** The last holder seen on the Lease ("" when released or never observed). */
   leader(): string {
     return this.observed?.holder ?? "";
@@ -91,11 +102,13 @@ export class LeaderElector {
    * Whether the leader `identity` certainly acts no more, so that what it left behind (a stack lock) may be
    * recovered: the Lease as last observed names another holder or none (it changes hands only after the
    * previous holder's lease expired or it released it), or still names `identity` but has not been renewed
-   * for a lease duration on our clock. Never true for ourselves, nor before the Lease was observed.
+   * for a lease duration on our clock. Never true for ourselves, nor before the Lease was observed, nor
+   * unless we lead now (isLeading): a replica cut off from the API server holds an old observation in
+   * which the new leader's record looks expired, and must not clear that leader's live locks.
    */
   isHolderGone(identity: string): boolean {
     const o = this.observed;
-    if (!o || identity === "" || identity === this.opts.identity) return false;
+    if (!o || identity === "" || identity === this.opts.identity || !this.isLeading()) return false;
     return o.holder !== identity || this.expired(this.now());
   }
 
@@ -165,14 +178,35 @@ export class LeaderElector {
    * every other error is thrown.
    */
   async tryAcquireOrRenew(): Promise<boolean> {
+    // A renew counts from when it was sent: the write may have landed any time before the answer.
+    const sentAt = this.now();
+    let held: boolean;
     try {
-      const held = await this.attempt();
+      held = await this.attempt();
       this.reachable = true;
-      return held;
     } catch (e) {
       this.reachable = false;
       throw e;
     }
+    if (held) {
+      this.lastRenewOk = sentAt;
+      this.setLeading(true);
+      this.armDeadline();
+    }
+    return held;
+  }
+
+  /**
+   * Steps down when the renew deadline passes without a successful renew, even while a renew hangs (a
+   * tick awaits it): the running updates must be stopped before another replica may take over.
+   */
+  private armDeadline(): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = setTimeout(() => {
+      this.deadlineTimer = undefined;
+      if (this.leading && !this.isLeading()) this.setLeading(false);
+    }, Math.max(0, this.lastRenewOk + this.renewDeadlineMs - this.now()));
+    this.deadlineTimer.unref();
   }
 
   private async attempt(): Promise<boolean> {
@@ -272,10 +306,7 @@ export class LeaderElector {
     }
     // Leadership is updated even when stopping, so stop() knows whether there is a Lease to release.
     const nowMs = this.now();
-    if (held) {
-      this.lastRenewOk = nowMs;
-      this.setLeading(true);
-    } else if (this.leading) {
+    if (!held && this.leading) {
       // Another holder took over: step down at once. Otherwise keep trying until the deadline.
       const takenOver = this.observed !== undefined && this.observed.holder !== "" && this.observed.holder !== this.opts.identity;
       if (takenOver || nowMs - this.lastRenewOk >= this.renewDeadlineMs) this.setLeading(false);
@@ -284,6 +315,10 @@ export class LeaderElector {
   }
 
   private setLeading(v: boolean): void {
+    if (!v && this.deadlineTimer) {
+      clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = undefined;
+    }
     if (v === this.leading) return;
     this.leading = v;
     const { namespace, name, identity } = this.opts;
@@ -299,6 +334,15 @@ export class LeaderElector {
     this.lastErrorText = text;
     this.opts.logger?.warn({ err: e, lease: `${this.opts.namespace}/${this.opts.name}` }, "leader election error");
   }
+}
+
+/** An operation refused because this replica does not lead at the moment it would start: a requeue, not a failure. */
+export class NotLeaderError extends Error {
+  override name = "NotLeaderError";
+}
+
+export function isNotLeaderError(e: unknown): e is NotLeaderError {
+  return e instanceof NotLeaderError;
 }
 
 /** A default identity for this replica: POD_NAME when set (Downward API), else hostname_pid. */

@@ -32,6 +32,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { procStat } from "./procfs";
 
 export interface DiyLock {
   file: string;
@@ -171,13 +172,11 @@ export function pulumiProcessAlive(pid: number): boolean {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
-  const procDir = `/proc/${pid}`;
   if (!fs.existsSync("/proc/self")) return true; // no procfs: trust kill(0)
+  const stat = procStat(pid);
+  if (!stat || stat.state === "Z" || stat.state === "X") return false;
   try {
-    const stat = fs.readFileSync(`${procDir}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    if (state === "Z" || state === "X") return false;
-    const cmdline = fs.readFileSync(`${procDir}/cmdline`, "utf8").split("\0");
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
     return path.basename(cmdline[0] ?? "").startsWith("pulumi");
   } catch {
     return false;

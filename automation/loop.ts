@@ -1,10 +1,14 @@
 // The reconciliation loop: a timer plus Kubernetes watches feed a debounced work queue of ClusterOrders;
 // a bounded number of orders are reconciled at once and never the same order twice at a time (its stack
-// has one runner). Requeue times from the planner (backoff expiry, timeouts, polls) are honoured.
+// has one runner). Requeue times from the planner (backoff expiry, timeouts, polls) are honoured; an
+// order whose reconciles keep failing is retried with exponential backoff, so that it cannot hold a
+// pulumi slot for ever.
 import { KubeError, type Kube } from "../clients/kube";
 import { INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../planner/names";
+import { isNotLeaderError } from "./leader";
 import type { OrderRef } from "./observe";
 import type { ReconcileResult } from "./reconcile";
+import { describeUpdateFailure } from "./updateFailure";
 
 export interface LoopOptions {
   kube: Kube;
@@ -15,8 +19,10 @@ export interface LoopOptions {
   intervalMs?: number;
   debounceMs?: number;
   concurrency?: number;
-  /** Delay after a failed reconcile. */
+  /** Delay after a failed reconcile; doubled for each further consecutive failure of the order. Default 10 s. */
   errorRequeueMs?: number;
+  /** Longest delay after consecutive failures. Default 5 min. */
+  maxErrorRequeueMs?: number;
   /** Whether this replica may act (leader election); the loop idles while false. */
   isLeader?: () => boolean;
   log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
@@ -30,18 +36,37 @@ export interface LoopOptions {
 }
 
 const refKey = (r: OrderRef): string => `${r.namespace}/${r.name}`;
+
+/**
+ * An error as the pod log may carry it: its most telling line, redacted and bounded. A failed update's
+ * error holds the engine's output, which can echo request fields (an ignition, a token) that the
+ * logger's redaction by key name does not see.
+ */
+export function loggableError(err: unknown): { reason: string; error: string } {
+  const f = describeUpdateFailure(err, "reconcile");
+  return { reason: f.reason, error: f.detail };
+}
 const keyRef = (k: string): OrderRef => {
   const i = k.indexOf("/");
   return { namespace: k.slice(0, i), name: k.slice(i + 1) };
 };
 
 interface WatchedObject {
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; ownerReferences?: { kind?: string; name?: string }[] };
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; generation?: number; labels?: Record<string, string>; ownerReferences?: { kind?: string; name?: string }[] };
 }
 
 export class ReconcileLoop {
   private readonly due = new Map<string, number>();
   private readonly running = new Set<string>();
+  /**
+   * Orders whose last reconciles failed: how many in a row, the current delay, and until when none may start.
+   * A timer tick or a watch event does not shorten the wait, except a spec edit (a new generation of the
+   * ClusterOrder), at most once per delay: an edit is what can fix a refused order, while our own status
+   * writes and Agent heartbeats cannot, and a retried edit that fails again does not open a new bypass.
+   */
+  private readonly backoff = new Map<string, { failures: number; delayMs: number; until: number; editRetryAt?: number }>();
+  /** metadata.generation of each ClusterOrder seen (a spec edit changes it, a status write does not). */
+  private readonly generations = new Map<string, number>();
   private readonly uidToKey = new Map<string, string>();
   /** `<namespace>/<InfraEnv name>` → order key: a long order name's InfraEnv name is shortened, not a suffix of it. */
   private readonly infraEnvToKey = new Map<string, string>();
@@ -75,9 +100,15 @@ export class ReconcileLoop {
     while (this.running.size > 0) await new Promise((r) => setTimeout(r, 100));
   }
 
-  enqueue(ref: OrderRef, at = Date.now() + (this.opts.debounceMs ?? 500)): void {
+  enqueue(ref: OrderRef, at = Date.now() + (this.opts.debounceMs ?? 500), opts: { specEdit?: boolean } = {}): void {
     if (this.opts.namespaces?.length && !this.opts.namespaces.includes(ref.namespace)) return;
     const k = refKey(ref);
+    const b = this.backoff.get(k);
+    if (b && at < b.until) {
+      const now = Date.now();
+      if (opts.specEdit && (b.editRetryAt === undefined || now - b.editRetryAt >= b.delayMs)) b.editRetryAt = now;
+      else at = b.until;
+    }
     const cur = this.due.get(k);
     if (cur === undefined || at < cur) this.due.set(k, at);
     this.schedule();
@@ -95,15 +126,18 @@ export class ReconcileLoop {
       const keys = new Set(orders.map((o) => refKey(o.metadata)));
       this.pass = { startedAt: Date.now(), orders: keys.size, pending: keys };
       for (const o of orders) {
+        if (o.metadata.generation !== undefined) this.generations.set(refKey(o.metadata), o.metadata.generation);
         this.uidToKey.set(o.metadata.uid, refKey(o.metadata));
         this.infraEnvToKey.set(`${o.metadata.namespace}/${infraEnvName(o.metadata.name)}`, refKey(o.metadata));
         this.enqueue(o.metadata, Date.now());
+        // An order waiting out its failure backoff is not part of this pass: the pass measures the loop's pace.
+        if ((this.backoff.get(refKey(o.metadata))?.until ?? 0) > Date.now()) keys.delete(refKey(o.metadata));
       }
       this.lastTickAt = new Date();
       if (keys.size === 0) this.endPass();
       this.opts.onTick?.({ orders: orders.length, at: this.lastTickAt });
     } catch (err) {
-      this.opts.log("error", "listing ClusterOrders failed; the next tick retries", { error: String(err) });
+      this.opts.log("error", "listing ClusterOrders failed; the next tick retries", loggableError(err));
     }
   }
 
@@ -151,7 +185,7 @@ export class ReconcileLoop {
     if (this.stopped) return;
     this.opts.kube.collectionVersion(path).then((rv) => this.watch(kind, path, rv), (err: unknown) => {
       if (this.stopped) return;
-      this.opts.log("warn", `listing ${kind} for its watch failed; retrying`, { error: String(err) });
+      this.opts.log("warn", `listing ${kind} for its watch failed; retrying`, loggableError(err));
       setTimeout(() => this.startWatch(kind, path), 2_000);
     });
   }
@@ -176,17 +210,27 @@ export class ReconcileLoop {
       last = o.metadata?.resourceVersion ?? last;
       if (type === "BOOKMARK") return;
       const ref = this.orderOf(kind, o);
-      if (ref) this.enqueue(ref);
+      if (ref) this.enqueue(ref, undefined, { specEdit: kind === "ClusterOrder" && this.newGeneration(ref, o) });
     }, (err?: unknown) => {
       // client-node's watch ends on errors and on server timeouts: restart it (the timer covers the gap).
       if (this.stopped) return;
       if (err instanceof KubeError && err.code === 410) last = undefined;
       // client-node ends a watch after 30 s without events (TimeoutError): a normal end, restart at once.
       const quiet = !err || /TimeoutError|timeout/i.test(String(err));
-      if (!quiet) this.opts.log("warn", `watch of ${kind} ended; restarting`, { error: String(err) });
+      if (!quiet) this.opts.log("warn", `watch of ${kind} ended; restarting`, loggableError(err));
       setTimeout(() => this.watch(kind, path, last), quiet ? 0 : 2_000);
     });
     this.watchStops.set(kind, stop);
+  }
+
+  /** Records the generation of a ClusterOrder event; true when it differs from the one seen before (a spec edit). */
+  private newGeneration(ref: OrderRef, o: WatchedObject): boolean {
+    const gen = o.metadata?.generation;
+    if (gen === undefined) return false;
+    const k = refKey(ref);
+    const before = this.generations.get(k);
+    this.generations.set(k, gen);
+    return before !== undefined && before !== gen;
   }
 
   private schedule(): void {
@@ -227,13 +271,24 @@ export class ReconcileLoop {
     const started = Date.now();
     try {
       const result = await this.opts.reconcile(ref);
+      this.backoff.delete(k);
       this.opts.onResult?.(ref, result, Date.now() - started);
       if (result.requeueAt) this.enqueue(ref, Math.max(result.requeueAt.getTime(), Date.now() + 1_000));
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       this.opts.onResult?.(ref, e, Date.now() - started);
-      this.opts.log("error", `reconcile of ${k} failed`, { error: e.message });
-      this.enqueue(ref, Date.now() + (this.opts.errorRequeueMs ?? 10_000));
+      if (isNotLeaderError(e)) {
+        // Not the order's failure: it runs again when this replica leads (dispatch idles until then).
+        this.opts.log("info", `reconcile of ${k} stopped: not the leader`);
+        this.enqueue(ref, Date.now() + 1_000);
+      } else {
+        const before = this.backoff.get(k);
+        const failures = (before?.failures ?? 0) + 1;
+        const delay = Math.min((this.opts.errorRequeueMs ?? 10_000) * 2 ** Math.min(failures - 1, 30), this.opts.maxErrorRequeueMs ?? 300_000);
+        this.backoff.set(k, { failures, delayMs: delay, until: Date.now() + delay, editRetryAt: before?.editRetryAt });
+        this.opts.log("error", `reconcile of ${k} failed`, { ...loggableError(e), failures, retryInMs: delay });
+        this.enqueue(ref, Date.now() + delay);
+      }
     } finally {
       this.running.delete(k);
       // Only a run that started after the tick counts for its pass (one already running saw older state).

@@ -5,7 +5,7 @@ import * as crypto from "node:crypto";
 import type { FulfillmentClient } from "../clients/fulfillment";
 import {
   catalogHostType, ensureSystemCatalogItem, Filter, InconsistentListError, isTransient, NotFoundError, observedBmi, PermissionDeniedError,
-  resolveDiskImage, UnauthenticatedError, usableInterfaces,
+  resolveDiskImage, SYSTEM_TENANT, UnauthenticatedError, usableInterfaces,
 } from "../clients/fulfillment";
 import type {
   BareMetalInstanceOut, BareMetalInstanceTypeOut, CatalogHostType, ClusterOut, ClusterVersionOut,
@@ -44,6 +44,11 @@ export interface ObserveDeps {
   newName?: () => string;
   /** Reuse of the shared catalog and of ignitions between reconciles (the reconciler's loop); none when absent. */
   cache?: ObserveCache;
+  /**
+   * Create the system catalog item when it is missing (design §2.6). Only a real update and the
+   * reconciler set this; a preview and the read-only commands only look (default).
+   */
+  createCatalogItem?: boolean;
 }
 
 /** What observation learned besides the snapshot: errors to report, calls made. */
@@ -261,9 +266,33 @@ export async function confirmUnlisted(f: FulfillmentClient, recorded: string[], 
   };
 }
 
+/**
+ * The service answers NOT_FOUND for objects the caller cannot see, not only for deleted ones: a token
+ * whose subject lost its admin rights would make every recorded BMI look deleted. NOT_FOUND is taken
+ * as proof of deletion only when this observation saw a tenant-system object; this is the error when
+ * it could not.
+ */
+export class SystemTenantInvisibleError extends Error {
+  override name = "SystemTenantInvisibleError";
+  constructor(notFound: number) {
+    super(`every recorded BareMetalInstance (${notFound}) answered NOT_FOUND, but this token cannot be shown to see tenant ` +
+      `system (the system BareMetalInstanceCatalogItem '${SYSTEM_CATALOG_ITEM}' is not visible to it), so NOT_FOUND may only mean ` +
+      "invisible and none is taken as deleted; the token's subject needs admin access to the private API");
+  }
+}
+
+/** One cheap read that proves the caller sees tenant system: the system catalog item, listed in tenant system. */
+export async function seesSystemTenant(f: FulfillmentClient): Promise<boolean> {
+  const page = await f.catalogItems.list({
+    filter: Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.nameEquals(SYSTEM_CATALOG_ITEM)), limit: 1,
+  });
+  return page.items.some((i) => i.metadata?.tenant === SYSTEM_TENANT);
+}
+
 /** What kind of failure it was, and a message that names what an operator can do about it (no secrets). */
 export function describeFulfillmentFailure(err: unknown): { kind: FulfillmentErrorKind; message: string } {
   const text = err instanceof Error ? err.message : String(err);
+  if (err instanceof SystemTenantInvisibleError) return { kind: "PermissionDenied", message: text };
   if (err instanceof UnauthenticatedError) {
     return { kind: "Unauthenticated", message: `the fulfillment-service refused our credentials (UNAUTHENTICATED): ${err.details}; ` +
       "check the bearer token in BMW_FULFILLMENT_TOKEN_FILE (expired or rotated?)" };
@@ -306,24 +335,37 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
   // "" is "unresolved": the planner's gate then blocks every create (never a name sent as an id).
   let catalogItem = "";
   try {
-    const orderFilter = Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid }));
+    const orderFilter = Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid }));
+    // Whether a read of this observation (not the cache) found a tenant-system object: see SystemTenantInvisibleError.
+    let systemSeen = false;
     // The template and HostType are cached with the catalog: a steady tick adds no calls per order.
     const loadCatalog = async () => {
       const [types, item] = await Promise.all([
-        fulfillment.instanceTypes.listAll(), ensureSystemCatalogItem(fulfillment.catalogItems, SYSTEM_CATALOG_ITEM),
+        fulfillment.instanceTypes.listAll(),
+        ensureSystemCatalogItem(fulfillment.catalogItems, SYSTEM_CATALOG_ITEM, { create: deps.createCatalogItem === true }),
       ]);
       fulfillmentCalls += 2;
+      if (item.ok) systemSeen = true;
       const hostType = item.ok ? await catalogHostType(fulfillment, item.template) : { value: NO_HOST_TYPE, calls: 0 };
       fulfillmentCalls += hostType.calls;
       return [types, item, hostType.value] as const;
     };
     const [listed, [types, item, hostType]] = await Promise.all([
       fulfillment.bareMetalInstances.listAll(orderFilter),
-      deps.cache ? deps.cache.catalog(loadCatalog) : loadCatalog(),
+      deps.cache ? deps.cache.catalog(loadCatalog, ([, i]) => i.ok) : loadCatalog(),
     ]);
     fulfillmentCalls += 1;
     const confirmed = await confirmUnlisted(fulfillment, recordedBmiIds(order), listed.map((b) => b.id));
     fulfillmentCalls += confirmed.calls;
+    if (confirmed.gone.length > 0) {
+      systemSeen ||= listed.length > 0 || confirmed.found.length > 0;
+      if (!systemSeen) {
+        systemSeen = await seesSystemTenant(fulfillment);
+        fulfillmentCalls += 1;
+      }
+      // Unproven means nothing of tenant system was seen at all: every recorded BMI answered NOT_FOUND.
+      if (!systemSeen) throw new SystemTenantInvisibleError(confirmed.gone.length);
+    }
     bmis = [...listed, ...confirmed.found].map(observedBmi);
     goneBmiIds = confirmed.gone;
     for (const t of types) instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t, hostType);

@@ -30,16 +30,23 @@ export class ObserveCache {
     this.now = opts.now ?? Date.now;
   }
 
-  /** The shared catalog (instance types, catalog item, HostType), loaded at most once per TTL; concurrent callers share a load. */
-  catalog<T>(load: () => Promise<T>): Promise<T> {
+  /**
+   * The shared catalog (instance types, catalog item, HostType), loaded at most once per TTL; concurrent
+   * callers share a load. A load that fails, or whose result `keep` refuses (e.g. a catalog item that
+   * could not be resolved), is not kept: the next reconcile loads again.
+   */
+  catalog<T>(load: () => Promise<T>, keep: (value: T) => boolean = () => true): Promise<T> {
     const e = this.catalogEntry;
     if (e && this.now() - e.at < this.catalogTtlMs) return e.value as Promise<T>;
     const value = load();
     const entry: Entry<unknown> = { at: this.now(), value };
     this.catalogEntry = entry;
-    value.catch(() => {
+    const forget = () => {
       if (this.catalogEntry === entry) this.catalogEntry = undefined;
-    });
+    };
+    value.then((v) => {
+      if (!keep(v)) forget();
+    }, forget);
     return value;
   }
 

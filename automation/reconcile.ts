@@ -5,8 +5,8 @@
 // destroyed (deletes issued), leftover BMIs are deleted, and the finalizer is dropped only once a Get
 // confirms every BMI of the order gone; until then the order is requeued.
 import * as crypto from "node:crypto";
-import type { FulfillmentClient } from "../clients/fulfillment";
-import { Filter, NotFoundError as FulfillmentNotFound } from "../clients/fulfillment";
+import type { BareMetalInstanceOut, FulfillmentClient } from "../clients/fulfillment";
+import { Filter, NotFoundError as FulfillmentNotFound, SYSTEM_TENANT } from "../clients/fulfillment";
 import { ConflictError, type Kube } from "../clients/kube";
 import { fingerprint, plan as makePlan } from "../planner";
 import { EV_WORKER_DELETED, orderEvent } from "../planner/events";
@@ -18,6 +18,7 @@ import { observe, OrderNotFoundError, type OrderRef } from "./observe";
 import type { ObserveCache } from "./observeCache";
 import { failpoint } from "./failpoints";
 import { recordEvents, reportedEvents, reportedWorkers, writeStatus } from "./status";
+import { isNotLeaderError } from "./leader";
 import { describeUpdateFailure, REASON_DELETE_REFUSED, type UpdateFailure } from "./updateFailure";
 
 export interface UpResult {
@@ -87,6 +88,10 @@ export interface OrderMemory {
   destroyed?: boolean;
   /** Finalization: every BMI id of the order seen so far; each must be confirmed gone by a Get. */
   finalizeIds?: Set<string>;
+  /** Finalization: name → id of every BMI of the order seen so far (entries recorded without an id are matched by name). */
+  finalizeNames?: Map<string, string>;
+  /** Finalization: per BMI name recorded without an id, how many passes in a row a lookup by name found nothing. */
+  nameAbsences?: Map<string, number>;
 }
 
 export interface ReconcileResult {
@@ -111,8 +116,9 @@ export function refreshOffset(orderKey: string, intervalMs: number): number {
 async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, opts: { countErrors?: boolean } = {}):
   Promise<{ snapshot: Snapshot; plan: Plan; calls: number }> {
   const now = deps.now?.() ?? new Date();
+  // A reconcile applies changes, so it may create the system catalog item the updates need.
   const obs = await observe({ kube: deps.kube, fulfillment: deps.fulfillment, config: deps.config, ignitionCaFile: deps.ignitionCaFile,
-    cache: deps.observeCache }, ref, now);
+    cache: deps.observeCache, createCatalogItem: true }, ref, now);
   // Only a reconcile's own observations count toward FulfillmentServiceUnavailable, not the extra ones of
   // progress reports and conflict retries.
   if (opts.countErrors !== false) mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
@@ -253,6 +259,7 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     // a rejected Create's worker Failed with backoff), so status does not lag behind and the next plan no
     // longer declares what was refused; then let the loop retry.
     mem.lastFingerprint = undefined;
+    if (isNotLeaderError(err)) throw err; // another replica leads now: it reports, not we
     const failure = describeUpdateFailure(err, `update of stack ${stackName(ref.namespace, ref.name)} started ${startedAt}`);
     rememberFailure(mem, failure);
     deps.log?.("update failed", { order: key(ref), reason: failure.reason, message: failure.message });
@@ -444,26 +451,80 @@ async function stillPresent(f: FulfillmentClient, ids: Iterable<string>): Promis
   return present;
 }
 
+/** What finalization knows of the order's BMIs when it reports. */
+interface DeletionSeen {
+  /** Ids a Get still found. */
+  present: ReadonlySet<string>;
+  /** Whether `present` and `goneNames` come from this pass's confirmation (false: nothing is gone yet). */
+  confirmed: boolean;
+  /** Name → id of the BMIs listed or found by name during this finalization. */
+  listedByName: ReadonlyMap<string, string>;
+  /** Names of BMIs known only by name that NAME_ABSENT_PASSES lookups in a row did not find. */
+  goneNames: ReadonlySet<string>;
+}
+
+const NOTHING_CONFIRMED: DeletionSeen = { present: new Set(), confirmed: false, listedByName: new Map(), goneNames: new Set() };
+
+function namesOf(bmis: readonly BareMetalInstanceOut[]): Map<string, string> {
+  return new Map(bmis.flatMap((b) => (b.metadata?.name ? [[b.metadata.name, b.id] as const] : [])));
+}
+
+/** Passes in a row a lookup by name must find nothing before a BMI known only by name counts as gone. */
+export const NAME_ABSENT_PASSES = 2;
+
+/**
+ * The BMIs of entries known only by name (a Create whose response was lost) whose id no List of this
+ * finalization showed. A List can leave out a live BMI (I3) and there is no id to Get, so each is looked
+ * up by its exact name and the order label: found, it is returned (to be deleted and confirmed by id);
+ * absent from NAME_ABSENT_PASSES lookups in a row, one per pass, its name is in `gone`. One absence is
+ * not enough: the lookup is a List too, and the fault that hid the BMI from this pass's List can hide it
+ * from this lookup; a later pass, a requeue away, asks again.
+ */
+async function lookUpNamedOnly(f: FulfillmentClient, order: ClusterOrder, knownByName: ReadonlyMap<string, string>, mem: OrderMemory):
+  Promise<{ found: BareMetalInstanceOut[]; gone: Set<string> }> {
+  const absences = (mem.nameAbsences ??= new Map());
+  const found: BareMetalInstanceOut[] = [];
+  const gone = new Set<string>();
+  for (const w of order.status?.workers ?? []) {
+    const name = w.bareMetalInstance?.name;
+    if (w.kind !== "BareMetalInstance" || w.bareMetalInstance?.id || !name || knownByName.has(name)) continue;
+    const page = await f.bareMetalInstances.list({ limit: 1, filter: Filter.and(Filter.tenantEquals(SYSTEM_TENANT),
+      Filter.nameEquals(name), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })) });
+    if (page.items[0]) {
+      absences.delete(name);
+      found.push(page.items[0]);
+      continue;
+    }
+    // A total without items (a short page) proves nothing: the count starts again.
+    const n = page.total > 0 ? 0 : (absences.get(name) ?? 0) + 1;
+    absences.set(name, n);
+    if (n >= NAME_ABSENT_PASSES) gone.add(name);
+  }
+  return { found, gone };
+}
+
 /**
  * The deletion plan's status, with every entry whose BMI is not confirmed gone kept as Deleting (the
  * report must never drop an entry because a List left its BMI out), and WorkerDeleted only for entries
- * whose BMI a Get confirmed gone.
+ * whose BMI a Get confirmed gone. An entry known only by name is gone once its name is in `goneNames`.
  */
-function deletionReport(order: ClusterOrder, plan: Plan, present: ReadonlySet<string>, confirmed: boolean,
-  listedByName: ReadonlyMap<string, string>): { plan: Plan; events: PlannedEvent[] } {
+function deletionReport(order: ClusterOrder, plan: Plan, seen: DeletionSeen, now: Date): { plan: Plan; events: PlannedEvent[] } {
+  const { present, confirmed, listedByName, goneNames } = seen;
   const kept = new Map(plan.status.workers.map((w) => [w.name, w]));
   const workers: WorkerStatus[] = [];
   const events: PlannedEvent[] = [];
   for (const prev of order.status?.workers ?? []) {
     if (prev.kind !== "BareMetalInstance") continue;
-    // An attempted Create whose id was never recorded is known by name, if the service listed it.
+    // An attempted Create whose id was never recorded is known by name, once the service showed it.
     const id = prev.bareMetalInstance?.id ?? listedByName.get(prev.bareMetalInstance?.name ?? "");
-    const gone = confirmed && (id ? !present.has(id) : true);
+    const name = prev.bareMetalInstance?.name;
+    // Without an id or a name no Create was ever sent for the entry: nothing can exist.
+    const gone = confirmed && (id ? !present.has(id) : !name || goneNames.has(name));
     if (!gone) {
       const entry = kept.get(prev.name) ?? { ...prev };
       if (entry.phase !== "Deleting") {
         entry.phase = "Deleting";
-        entry.attemptStartedAt = new Date().toISOString();
+        entry.attemptStartedAt = now.toISOString();
       }
       workers.push(entry);
       continue;
@@ -482,8 +543,8 @@ function deletionReport(order: ClusterOrder, plan: Plan, present: ReadonlySet<st
 /**
  * The finalizer path. It never waits for the service: it reports every worker Deleting, destroys the
  * stack once (deletes issued), deletes leftover BMIs, and requeues while any BMI of the order is still
- * there. Only when a Get has confirmed every known BMI gone are the leftover Agents swept and the
- * finalizer dropped.
+ * there. Only when a Get has confirmed every known BMI gone (one known only by name: NAME_ABSENT_PASSES
+ * lookups by name in a row found nothing) are the leftover Agents swept and the finalizer dropped.
  */
 async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder, mem: OrderMemory): Promise<ReconcileResult> {
   if (!(order.metadata.finalizers ?? []).includes(FINALIZER)) return { action: "gone" };
@@ -491,20 +552,21 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder,
   const requeue = (message: string): ReconcileResult =>
     ({ action: "requeue", message, requeueAt: new Date(Date.now() + deletionPollMs(deps.config)) });
   // 0. Say so on the order before anything is deleted: every worker Deleting.
-  if (!mem.destroyed) await reportDeletion(deps, ref, mem, { present: new Set(), confirmed: false, listedByName: new Map() });
+  if (!mem.destroyed) await reportDeletion(deps, ref, mem, NOTHING_CONFIRMED);
   // 1. Destroy the stack: bindings (Agents may go: the cluster is being deleted), then every BMI it holds.
   //    The deletes are issued, not awaited.
   if (!mem.destroyed) {
     failpoint("finalize.beforeDestroy"); // fault suite: killed before the stack is destroyed
-    const startedAt = new Date().toISOString();
+    const startedAt = (deps.now?.() ?? new Date()).toISOString();
     try {
       await deps.stacks.destroy(ref);
     } catch (err) {
+      if (isNotLeaderError(err)) throw err; // another replica leads now: it reports, not we
       const failure = describeUpdateFailure(err, `destroy of stack ${stackName(ref.namespace, ref.name)} started ${startedAt}`);
       rememberFailure(mem, failure);
       deps.log?.("destroy failed", { order: key(ref), reason: failure.reason, message: failure.message });
       try {
-        await reportDeletion(deps, ref, mem, { present: new Set(), confirmed: false, listedByName: new Map() }, failureEvents(failure));
+        await reportDeletion(deps, ref, mem, NOTHING_CONFIRMED, failureEvents(failure));
       } catch (reportErr) {
         deps.log?.("could not report the failed destroy", { order: key(ref), error: String(reportErr) });
       }
@@ -514,9 +576,15 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder,
     mem.lastUpdate = { ok: true };
     failpoint("finalize.afterDestroy"); // fault suite: killed after destroy, before the leftover sweep
   }
-  // 2. BMIs of this order that the stack never recorded (a create whose response was lost, a kill).
-  const listed = await f.bareMetalInstances.listAll(
-    Filter.and(Filter.tenantEquals("system"), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })));
+  // 2. BMIs of this order that the stack never recorded (a create whose response was lost, a kill), and
+  //    those of entries known only by name that the List left out (looked up by name).
+  const byLabel = await f.bareMetalInstances.listAll(
+    Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid })));
+  const seenNames = (mem.finalizeNames ??= new Map());
+  for (const [name, id] of namesOf(byLabel)) seenNames.set(name, id);
+  const named = await lookUpNamedOnly(f, order, seenNames, mem);
+  const listed = [...byLabel, ...named.found];
+  for (const [name, id] of namesOf(named.found)) seenNames.set(name, id);
   for (const bmi of listed) {
     if (bmi.metadata?.deletion_timestamp) continue;
     try {
@@ -527,9 +595,13 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder,
   }
   // 3. Confirm: every known BMI of the order must answer NOT_FOUND.
   const present = await stillPresent(f, knownBmiIds(order, listed, mem));
-  const listedByName = new Map(listed.flatMap((b) => (b.metadata?.name ? [[b.metadata.name, b.id] as const] : [])));
-  await reportDeletion(deps, ref, mem, { present, confirmed: true, listedByName });
+  const kept = await reportDeletion(deps, ref, mem, { present, confirmed: true, listedByName: seenNames, goneNames: named.gone });
   if (present.size > 0) return requeue(`${present.size} BareMetalInstance(s) of the order are still being deleted`);
+  // The finalizer stays while the status keeps any worker: its BMI is not confirmed gone yet.
+  if (kept > 0) {
+    return requeue(`${kept} worker(s) known only by BareMetalInstance name are not confirmed absent yet ` +
+      `(a lookup by name must find nothing on ${NAME_ABSENT_PASSES} passes in a row)`);
+  }
   failpoint("finalize.afterBmiCleanup"); // fault suite: killed after the leftover BMIs are gone
   // 4. Leftover Agents of our workers (the cascade may not remove them; design §5.3 conflict).
   for (const agent of await deps.kube.listAgents(ref.namespace, `${ORDER_LABEL}=${order.metadata.uid}`)) {
@@ -555,22 +627,25 @@ async function finalize(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder,
   return { action: "deleted" };
 }
 
-/** Observes, plans the deletion and reports it (status and events); a conflict is observed again. */
+/**
+ * Observes, plans the deletion and reports it (status and events); a conflict is observed again.
+ * Returns how many workers the report kept (their BMIs not confirmed gone).
+ */
 async function reportDeletion(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory,
-  seen: { present: ReadonlySet<string>; confirmed: boolean; listedByName: ReadonlyMap<string, string> },
-  extraEvents: readonly PlannedEvent[] = []): Promise<void> {
+  seen: DeletionSeen,
+  extraEvents: readonly PlannedEvent[] = []): Promise<number> {
   for (let attempt = 1; ; attempt++) {
     let observed;
     try {
       observed = await observeAndPlan(deps, ref, mem, { countErrors: attempt === 1 });
     } catch (err) {
-      if (err instanceof OrderNotFoundError) return;
+      if (err instanceof OrderNotFoundError) return 0;
       throw err;
     }
-    const r = deletionReport(observed.snapshot.order, observed.plan, seen.present, seen.confirmed, seen.listedByName);
+    const r = deletionReport(observed.snapshot.order, observed.plan, seen, observed.snapshot.now);
     try {
       await report(deps, mem, observed.snapshot, r.plan, [...r.events, ...extraEvents]);
-      return;
+      return r.plan.status.workers.length;
     } catch (err) {
       if (!(err instanceof ConflictError) || attempt >= 5) throw err;
     }

@@ -49,14 +49,14 @@ export async function runLoop(opts: RunOptions): Promise<void> {
       log.warn({ identity }, "lost leadership: standing by");
     },
   });
-  app.stacks.setLeaseOwner({ identity, isHolderGone: (holder) => elector.isHolderGone(holder) });
+  app.stacks.setLeaseOwner({ identity, isHolderGone: (holder) => elector.isHolderGone(holder), isLeading: () => elector.isLeading() });
   let passStart = metrics.totals();
   const loop = new ReconcileLoop({
     kube: app.kube,
     namespaces: opts.namespaces,
     intervalMs: opts.intervalMs,
     concurrency: Math.max(opts.reconcileConcurrency ?? DEFAULT_RECONCILE_CONCURRENCY, opts.concurrency),
-    isLeader: () => elector.isLeader(),
+    isLeader: () => elector.isLeading(),
     log: (level, msg, fields) => log[level](fields ?? {}, msg),
     onTick: () => {
       heartbeat.beat();

@@ -24,6 +24,8 @@ import {
 } from "./locks";
 import { DEFAULT_HISTORY_RETENTION, DISABLE_BACKUPS_ENV, prunedCount, pruneStackState, StateSize } from "./stateRetention";
 import * as yaml from "js-yaml";
+import { NotLeaderError } from "./leader";
+import { descendants } from "./procfs";
 import { programDigest } from "./programDigest";
 import { PROJECT_ROOT, pulumiEnv, Toolchain, toolchain } from "./toolchain";
 
@@ -58,6 +60,8 @@ export interface StackManagerOptions {
 export interface LeaseOwner {
   identity: string;
   isHolderGone: (identity: string) => boolean;
+  /** Whether this process leads now (LeaderElector.isLeading); no pulumi process starts while it is false. */
+  isLeading: () => boolean;
 }
 
 /** Resource changes of an operation, always with the four counts the status and logs use. */
@@ -239,10 +243,27 @@ export class StackManager {
 
   /**
    * Makes this process act for a Lease holder: every pulumi process it starts is recorded as that leader's
-   * (locks.ts), and recover() clears locks of leaders that have lost the Lease at once.
+   * (locks.ts), recover() clears locks of leaders that have lost the Lease at once, and recover, up and
+   * destroy refuse (NotLeaderError) unless the owner leads at the moment their pulumi process would start:
+   * an update queued for a slot must not run after leadership passed to another replica.
    */
   setLeaseOwner(owner: LeaseOwner | undefined): void {
     this.owner = owner;
+  }
+
+  /** Whether this process may run pulumi now: it leads, or acts for no Lease holder (the CLI). */
+  leading(): boolean {
+    return !this.owner || this.owner.isLeading();
+  }
+
+  private assertLeading(what: string, stackName: string): void {
+    if (!this.leading()) throw new NotLeaderError(`not the leader: ${what} of stack ${stackName} refused (this replica does not hold the Lease)`);
+  }
+
+  /** A failure of an operation during which leadership was lost is the loss of leadership, not the order's failure. */
+  private lostLeadership(err: unknown, what: string, stackName: string): unknown {
+    if (this.leading() || err instanceof NotLeaderError) return err;
+    return new NotLeaderError(`not the leader: ${what} of stack ${stackName} stopped, leadership was lost meanwhile`, { cause: err });
   }
 
   /**
@@ -356,6 +377,7 @@ export class StackManager {
   async up(ref: OrderRef, opts: RunOptions = {}): Promise<UpResult> {
     const stack = await this.ensureStack(ref);
     return this.perStack.run(stack.name, async () => {
+      this.assertLeading("up", stack.name);
       const t0 = Date.now();
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-up-"));
       const eventLog = path.join(dir, "events.jsonl");
@@ -370,7 +392,7 @@ export class StackManager {
         return { summary: "succeeded", changes: changeCounts(changes), durationMs: Date.now() - t0, outputs };
       } catch (err) {
         this.known.delete(stack.name);
-        throw err;
+        throw this.lostLeadership(err, "up", stack.name);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
         await this.pruneState(stack.name);
@@ -401,6 +423,7 @@ export class StackManager {
   async destroy(ref: OrderRef, opts: RunOptions = {}): Promise<OperationResult> {
     const stack = await this.ensureStack(ref);
     return this.tracked(stack.name, async () => {
+      this.assertLeading("destroy", stack.name);
       const t0 = Date.now();
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-destroy-"));
       const eventLog = path.join(dir, "events.jsonl");
@@ -412,6 +435,8 @@ export class StackManager {
         await this.runCli(stack.name, args, opts);
         const { changes } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
         return { summary: "succeeded" as const, changes: changeCounts(changes), durationMs: Date.now() - t0 };
+      } catch (err) {
+        throw this.lostLeadership(err, "destroy", stack.name);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
         await this.pruneState(stack.name);
@@ -478,6 +503,7 @@ export class StackManager {
     const owner = this.owner;
     const full: StaleLockPolicy = owner && !policy.isHolderGone ? { ...policy, isHolderGone: owner.isHolderGone } : policy;
     return this.perStack.run(stack.name, async () => {
+      this.assertLeading("recovery", stack.name);
       const stateDir = stateDirOf(this.backendUrl);
       const locks = stateDir ? clearStaleLocks(stateDir, this.projectName, stack.name, full) : undefined;
       if (locks && locks.held.length > 0) return { locks, pendingCleared: [] };
@@ -536,6 +562,7 @@ export class StackManager {
    */
   private encryptedStore(stackName: string): DeploymentStore {
     const run = (args: string[]) => new Promise<void>((resolve, reject) => {
+      this.assertLeading(`pulumi ${args.slice(0, 2).join(" ")}`, stackName);
       const child = execFile(path.join(this.tc.pulumiRoot, "bin", "pulumi"), [...args, "--stack", stackName, "--non-interactive"],
         { cwd: this.workDir, env: { ...process.env, ...this.env }, maxBuffer: 256 * 1024 * 1024 },
         (err, _stdout, stderr) => (err ? reject(new Error(`pulumi ${args.slice(0, 2).join(" ")} --stack ${stackName}: ${stderr.trim() || err.message}`)) : resolve()));
@@ -564,6 +591,11 @@ export class StackManager {
 
   /** Runs a pulumi command on a stack as a tracked process (see track). */
   private runCli(stackName: string, args: string[], opts: RunOptions): Promise<string> {
+    try {
+      this.assertLeading(`pulumi ${args[0]}`, stackName);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
       cwd: this.workDir, env: { ...this.env, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
       onSpawn: (child) => this.track(stackName, child),
@@ -654,28 +686,7 @@ export function runPulumi(bin: string, args: string[], o: {
 
 /** SIGKILLs a process and every descendant (the language host and provider plugins of a pulumi CLI). */
 export function killTree(pid: number): void {
-  const children = new Map<number, number[]>();
-  try {
-    for (const name of fs.readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat = fs.readFileSync(`/proc/${name}/stat`, "utf8");
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-      } catch {
-        // exited meanwhile
-      }
-    }
-  } catch {
-    // no procfs: only the process itself
-  }
-  const all: number[] = [];
-  const walk = (p: number) => {
-    all.push(p);
-    for (const c of children.get(p) ?? []) walk(c);
-  };
-  walk(pid);
-  for (const p of all) {
+  for (const p of descendants(pid)) {
     try {
       process.kill(p, "SIGKILL");
     } catch {

@@ -101,7 +101,9 @@ export function pruneStackState(stateDir: string, project: string, stack: string
   return { removed: drop.length, kept: entries.length - drop.length, pruned };
 }
 
-async function bytesUnder(p: string): Promise<number> {
+/** Bytes of the files under `p`, leaving out the directories in `skip`. */
+async function bytesUnder(p: string, skip: ReadonlySet<string> = new Set()): Promise<number> {
+  if (skip.has(p)) return 0;
   let st: fs.Stats;
   try {
     st = await fs.promises.lstat(p);
@@ -116,7 +118,7 @@ async function bytesUnder(p: string): Promise<number> {
   } catch {
     return 0;
   }
-  for (const e of entries) total += await bytesUnder(path.join(p, e));
+  for (const e of entries) total += await bytesUnder(path.join(p, e), skip);
   return total;
 }
 
@@ -133,12 +135,21 @@ export async function stackStateBytes(stateDir: string, project: string, stack: 
  * The size of the state directory for the `bmw_state_bytes` gauge, without walking every file on each
  * scrape: a full walk at most every `fullScanMs`, and in between each stack this process changed is
  * measured again after its operation (what other processes write shows at the next full walk).
+ *
+ * A full walk counts the total as the sum of what it measured per stack plus everything outside the
+ * stacks' directories, so that a later re-measure of one stack corrects exactly that stack's share. A
+ * stack changed while a walk runs is measured again once the walk is done, never applied to the figures
+ * the walk is replacing.
  */
 export class StateSize {
   private total?: number;
   private scannedAt = -Infinity;
   private scanning?: Promise<number>;
-  private readonly perStack = new Map<string, number>();
+  private inScan = false;
+  /** Incremented by each walk: a re-measure that started before a walk is taken again after it. */
+  private epoch = 0;
+  private readonly changedDuringScan = new Set<string>();
+  private perStack = new Map<string, number>();
 
   constructor(private readonly stateDir: string, private readonly project: string, private readonly fullScanMs = 10 * 60_000,
     private readonly now: () => number = Date.now) {}
@@ -153,23 +164,43 @@ export class StateSize {
 
   /** Re-measures one stack after an operation on it. */
   async stackChanged(stack: string): Promise<void> {
+    if (this.inScan) {
+      this.changedDuringScan.add(stack);
+      return;
+    }
     if (this.total === undefined) return; // the first scrape walks everything anyway
+    const epoch = this.epoch;
     const now = await stackStateBytes(this.stateDir, this.project, stack);
+    if (epoch !== this.epoch) return this.stackChanged(stack); // a walk replaced the figures meanwhile
     this.total += now - (this.perStack.get(stack) ?? 0);
     this.perStack.set(stack, now);
   }
 
   private async scan(): Promise<number> {
-    const started = this.now();
-    const total = await bytesUnder(this.stateDir);
-    this.perStack.clear();
-    const stacks = new Set([
-      ...names(path.join(this.stateDir, ".pulumi", "history", this.project)),
-      ...names(path.join(this.stateDir, ".pulumi", "stacks", this.project)).map((n) => n.replace(/\.json.*$/, "")),
-    ]);
-    for (const stack of stacks) this.perStack.set(stack, await stackStateBytes(this.stateDir, this.project, stack));
-    this.total = total;
-    this.scannedAt = started;
-    return total;
+    this.inScan = true;
+    this.epoch++;
+    this.changedDuringScan.clear();
+    try {
+      const started = this.now();
+      const dirs = ["history", "stacks", "backups"].map((d) => path.join(this.stateDir, ".pulumi", d, this.project));
+      const stacks = new Set(dirs.flatMap((d) => names(d).map((n) => n.replace(/\.json.*$/, ""))));
+      const perStack = new Map<string, number>();
+      for (const stack of stacks) perStack.set(stack, await stackStateBytes(this.stateDir, this.project, stack));
+      let total = await bytesUnder(this.stateDir, new Set(dirs));
+      for (const n of perStack.values()) total += n;
+      while (this.changedDuringScan.size > 0) {
+        const [stack] = this.changedDuringScan;
+        this.changedDuringScan.delete(stack);
+        const now = await stackStateBytes(this.stateDir, this.project, stack);
+        total += now - (perStack.get(stack) ?? 0);
+        perStack.set(stack, now);
+      }
+      this.perStack = perStack;
+      this.total = total;
+      this.scannedAt = started;
+      return total;
+    } finally {
+      this.inScan = false;
+    }
   }
 }

@@ -4,6 +4,7 @@
 // everything else is an engine error, reported by its most telling line.
 import { parseCreateRejections } from "../providers/createRejection";
 import { parseDeleteRefusals, type DeleteRefusal } from "../providers/deleteRefusal";
+import { redact } from "../planner/redact";
 import type { CreateRejection } from "../planner/types";
 
 export const REASON_DELETE_REFUSED = "DeleteRefused";
@@ -29,25 +30,6 @@ export function errorText(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   const cr = (err as { commandResult?: { stdout?: string; stderr?: string } }).commandResult;
   return [err.message, cr?.stdout ?? "", cr?.stderr ?? ""].join("\n");
-}
-
-/**
- * Replaces what could be a credential or an ignition: bearer tokens, JWTs, key=value secrets, JSON
- * documents (an ignition is one), data: URLs and long opaque strings (not long resource names).
- */
-export function redact(text: string): string {
-  return text
-    .replace(/\b(bearer|basic)\s+[^\s"',;]+/gi, "$1 [redacted]")
-    .replace(/\beyJ[A-Za-z0-9_-]{8,}(\.[A-Za-z0-9_-]+)*/g, "[redacted]")
-    .replace(/\b(token|password|passphrase|secret|authorization|user_?data|ignition|pull_?secret)(["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;]+)/gi, "$1$2[redacted]")
-    .replace(/data:[^\s"']+/g, "data:[redacted]")
-    .replace(/\{[^{}]*"(ignition|passwd|storage|systemd|auths)"[\s\S]*\}/g, "[document redacted]")
-    .replace(/[A-Za-z0-9+/_=-]{32,}/g, (s) => (opaque(s) ? "[redacted]" : s));
-}
-
-/** A long string that looks like key material rather than a name (names are lower case with hyphens). */
-function opaque(s: string): boolean {
-  return /[+/=]/.test(s) || (/[A-Z]/.test(s) && /[a-z]/.test(s) && /[0-9]/.test(s)) || /^[0-9a-fA-F]{32,}$/.test(s);
 }
 
 const GENERIC = /^(error:\s*)?(update failed|preview failed|destroy failed|an error occurred)\b|^pulumi \w+ failed with exit code/i;

@@ -2,25 +2,16 @@
 // knows it. A failure stays visible on the order (reason, message, and through lastTransitionTime since
 // when) until an update succeeds; an unknown outcome (a fresh process) leaves the previous condition.
 import { COND_UPDATE_FAILED, cond, type ConditionInput } from "./conditions";
+import { redact } from "./redact";
 import type { Snapshot } from "./types";
 
 /** metav1.Condition's reason pattern; anything else would make the status write fail. */
 const REASON_PATTERN = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
 const MAX_MESSAGE = 2048;
 
-/**
- * The reconciler passes a secret-free message; this is a second line of defence against a credential
- * an engine or library error may quote (a bearer token, a JWT, a URL's user:password).
- */
-export function redactCredentials(text: string): string {
-  return text
-    .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+/gi, "$1 [redacted]")
-    .replace(/\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*/g, "[redacted]")
-    .replace(/(\/\/)[^/\s:@]+:[^/\s@]+@/g, "$1[redacted]@");
-}
-
+/** The reconciler passes a secret-free message; redacting again guards against a credential an engine error quotes. */
 function boundedMessage(text: string): string {
-  const clean = redactCredentials(text).trim();
+  const clean = redact(text).trim();
   return clean.length <= MAX_MESSAGE ? clean : `${clean.slice(0, MAX_MESSAGE - 1)}…`;
 }
 

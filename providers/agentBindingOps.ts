@@ -3,11 +3,12 @@
 // approved, and the labels that let the NodePool select it and later lookups find its slot. Every patch
 // carries the observed resourceVersion; a conflict re-reads and re-validates before trying again.
 import type * as pulumi from "@pulumi/pulumi";
-import { isConflict, isNotFound, Kube, loadKubeConfig } from "../clients/kube";
+import { isConflict, isNotFound, type Kube } from "../clients/kube";
 import type { AgentObject, AgentPatch } from "../clients/kube";
 import { failpoint } from "../automation/failpoints";
 import { AGENT_BAREMETAL_LABEL, ORDER_LABEL, UNBINDING_STATE, WORKER_NAME_LABEL } from "../planner/names";
 import type { DesiredBinding } from "../planner/types";
+import { kubeFor, UNKNOWN } from "./providerHost";
 
 export interface AgentBindingInputs extends DesiredBinding {
   /** The worker slot (label osac.openshift.io/worker-name). */
@@ -33,18 +34,7 @@ export interface AgentBindingOutputs extends AgentBindingInputs {
 
 /** Agent states in which the Agent is no longer part of the cluster and may be deleted (§5.2 step 7, §9). */
 export const DELETABLE_STATES: readonly string[] = [UNBINDING_STATE, "known-unbound"];
-const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 const MAX_ATTEMPTS = 5;
-
-const kubes = new Map<string, Kube>();
-function kubeFor(path: string): Kube {
-  let k = kubes.get(path);
-  if (!k) {
-    k = new Kube(loadKubeConfig(path));
-    kubes.set(path, k);
-  }
-  return k;
-}
 
 /** The labels a bound Agent carries. */
 export function bindingLabels(inputs: AgentBindingInputs): Record<string, string> {

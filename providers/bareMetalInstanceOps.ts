@@ -10,12 +10,14 @@ import {
 } from "../clients/fulfillment";
 import type { BareMetalInstance, BareMetalInstanceOut } from "../clients/fulfillment/types";
 import { observedBmi } from "../clients/fulfillment/observed";
-import { Kube, KubeError, loadKubeConfig } from "../clients/kube";
+import { KubeError } from "../clients/kube";
 import { failpoint } from "../automation/failpoints";
-import { ORDER_LABEL } from "../planner/names";
+import { DNS_LABEL, ORDER_LABEL } from "../planner/names";
+import { redact } from "../planner/redact";
 import type { ClusterOrder, DesiredBmi, ObservedBmi, WorkerPhase } from "../planner/types";
 import { formatCreateRejection } from "./createRejection";
 import { formatDeleteRefusal } from "./deleteRefusal";
+import { kubeFor, UNKNOWN } from "./providerHost";
 
 /** Where and how to reach the fulfillment-service: file paths only, never a token. */
 export interface FulfillmentConnection {
@@ -43,7 +45,11 @@ export interface DeleteGuard {
 
 export interface BareMetalInstanceInputs extends DesiredBmi {
   connection: FulfillmentConnection;
-  /** Absent only in state written before the guard existed: such a BMI is never deleted by the provider. */
+  /**
+   * Where the provider checks a Delete. When the state carries none, the order is found by the BMI's
+   * ORDER_LABEL uid among all ClusterOrders and the same rule applies, so the BMI stays protected and
+   * the order's deletion (its destroy) can still finish.
+   */
   guard?: DeleteGuard;
 }
 
@@ -57,10 +63,7 @@ export interface BareMetalInstanceOutputs extends BareMetalInstanceInputs {
   failureMessage?: string;
 }
 
-/** Pulumi's placeholder for values not known during preview. */
-export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 export const USER_DATA_MAX_BYTES = 65_536;
-const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /**
  * Create-only on the service. A difference is never a change of the existing BMI (invariant I2): the
  * planner reports it as drift, and only a new incarnation is created with the new values.
@@ -118,7 +121,7 @@ export function observe(bmi: BareMetalInstanceOut): Pick<BareMetalInstanceOutput
 export function check(_olds: Partial<BareMetalInstanceInputs>, news: BareMetalInstanceInputs): pulumi.dynamic.CheckResult<BareMetalInstanceInputs> {
   const failures: pulumi.dynamic.CheckFailure[] = [];
   const bad = (property: string, reason: string) => failures.push({ property, reason });
-  if (!isUnknown(news.name) && (typeof news.name !== "string" || !NAME.test(news.name))) {
+  if (!isUnknown(news.name) && (typeof news.name !== "string" || !DNS_LABEL.test(news.name))) {
     bad("name", `'${String(news.name)}' is not a lowercase RFC 1123 label of at most 63 characters`);
   }
   if (!isUnknown(news.tenant) && news.tenant !== SYSTEM_TENANT) bad("tenant", `BMIs are created in tenant '${SYSTEM_TENANT}' only`);
@@ -257,7 +260,7 @@ export async function create(inputs: BareMetalInstanceInputs): Promise<pulumi.dy
 /**
  * The marked message of a definitive rejection (the same Create can never succeed: bad request, failed
  * precondition, or the name held by another owner), or undefined for a transient or other error. The
- * server's text is kept, with the ignition cut out should the service ever echo it.
+ * server's text is kept, redacted: credentials, and any fragment of the ignition should the service echo it.
  */
 export function createRejectionOf(err: unknown, inputs: Pick<BareMetalInstanceInputs, "name" | "userData">): string | undefined {
   const code = err instanceof InvalidArgumentError ? "INVALID_ARGUMENT"
@@ -268,12 +271,8 @@ export function createRejectionOf(err: unknown, inputs: Pick<BareMetalInstanceIn
   const violations = err instanceof InvalidArgumentError ? err.fieldViolations.map((v) => `${v.field}: ${v.description}`) : [];
   let text = e.details || violations.join("; ");
   if (code === "ALREADY_EXISTS") text = `the name is held by a BareMetalInstance of another owner (${text})`;
-  const message = redact(text, inputs.userData).slice(0, MAX_REJECTION_MESSAGE);
+  const message = redact(text, [inputs.userData]).slice(0, MAX_REJECTION_MESSAGE);
   return formatCreateRejection({ bmiName: inputs.name, code, message: message || code });
-}
-
-function redact(text: string, secret: string | undefined): string {
-  return secret && secret.length >= 8 ? text.split(secret).join("<userData>") : text;
 }
 
 // ---- read / update / delete -----------------------------------------------------------------------
@@ -322,39 +321,47 @@ export async function update(id: string, olds: BareMetalInstanceOutputs, news: B
   });
 }
 
-const kubes = new Map<string, Kube>();
-function kubeFor(path: string): Kube {
-  let k = kubes.get(path);
-  if (!k) {
-    k = new Kube(loadKubeConfig(path));
-    kubes.set(path, k);
-  }
-  return k;
-}
-
 export type DeleteDecision = { allowed: true; why: string } | { allowed: false; reason: string };
 
+const retiredOnly = `only a worker the planner retired (${RETIRED_PHASES.join(", ")}) or the order's deletion lets`;
+
 /**
- * Invariant I1 as the provider applies it to one BMI, from the ClusterOrder as read now (undefined: it
- * does not exist). Allowed only when the order this BMI belonged to is gone or being deleted, or the
- * order's status entry for this BMI (by id, else by name when no id was recorded) is in a phase the
- * planner retires a slot with; everything else is refused.
+ * Invariant I1 as the provider applies it to one BMI, from the ClusterOrder as read now (undefined:
+ * the apiserver said this very object does not exist). Allowed when that order is gone or being
+ * deleted, or its status entry for this BMI (by id, else by name when no id was recorded) is in a phase
+ * the planner retires a slot with. An order of the same name with another uid (re-created or restored)
+ * is not this BMI's, unless one of its workers not retired names the BMI (by id or name): then that
+ * order counts on it. Everything else is refused.
  */
 export function deleteDecision(order: ClusterOrder | undefined, guard: DeleteGuard, bmi: { id: string; name: string }): DeleteDecision {
   const where = `ClusterOrder ${guard.namespace}/${guard.orderName}`;
   if (!order) return { allowed: true, why: `${where} no longer exists` };
-  if (order.metadata.uid !== guard.orderUid) return { allowed: true, why: `${where} was re-created (the order of this BareMetalInstance is gone)` };
   if (order.metadata.deletionTimestamp) return { allowed: true, why: `${where} is being deleted` };
   const workers = order.status?.workers ?? [];
+  if (order.metadata.uid !== guard.orderUid) {
+    const claim = workers.find((w) => !RETIRED_PHASES.includes(w.phase) &&
+      (w.bareMetalInstance?.id === bmi.id || w.bareMetalInstance?.name === bmi.name));
+    if (!claim) return { allowed: true, why: `${where} was re-created (the order of this BareMetalInstance is gone)` };
+    return { allowed: false, reason: `${where} has another uid (${order.metadata.uid ?? "none"}) but its worker ${claim.name} is ` +
+      `${claim.phase} with this BareMetalInstance; ${retiredOnly} it be deleted` };
+  }
   const entry = workers.find((w) => w.bareMetalInstance?.id === bmi.id) ??
     workers.find((w) => !w.bareMetalInstance?.id && w.bareMetalInstance?.name === bmi.name);
-  if (!entry) {
-    return { allowed: false, reason: `${where} records no worker for this BareMetalInstance; only a worker the planner retired ` +
-      `(${RETIRED_PHASES.join(", ")}) or the order's deletion lets it be deleted` };
-  }
+  if (!entry) return { allowed: false, reason: `${where} records no worker for this BareMetalInstance; ${retiredOnly} it be deleted` };
   if (RETIRED_PHASES.includes(entry.phase)) return { allowed: true, why: `worker ${entry.name} is ${entry.phase}` };
-  return { allowed: false, reason: `worker ${entry.name} is ${entry.phase} in ${where}; only a worker the planner retired ` +
-    `(${RETIRED_PHASES.join(", ")}) or the order's deletion lets its BareMetalInstance be deleted` };
+  return { allowed: false, reason: `worker ${entry.name} is ${entry.phase} in ${where}; ${retiredOnly} its BareMetalInstance be deleted` };
+}
+
+/**
+ * The same rule when the state records no guard: the order is the ClusterOrder, in any namespace, whose
+ * uid the BMI's ORDER_LABEL holds. None with that uid means it is gone.
+ */
+export function unguardedDeleteDecision(orders: readonly ClusterOrder[], orderUid: string, bmi: { id: string; name: string }): DeleteDecision & { slot: string } {
+  const order = orders.find((o) => o.metadata.uid === orderUid);
+  if (!order) return { allowed: true, why: `no ClusterOrder has uid ${orderUid}`, slot: "unknown" };
+  const entry = (order.status?.workers ?? []).find((w) => w.bareMetalInstance?.id === bmi.id || w.bareMetalInstance?.name === bmi.name);
+  const guard = { kubeconfigPath: "", namespace: order.metadata.namespace ?? "", orderName: order.metadata.name ?? "", orderUid, slot: entry?.name ?? "unknown" };
+  return { ...deleteDecision(order, guard, bmi), slot: guard.slot };
 }
 
 /** Why the order could not be read, without request or response bodies. */
@@ -369,19 +376,37 @@ function refusal(id: string, name: string, slot: string, reason: string): Error 
 }
 
 /** Throws the refusal when the planner did not decide this Delete (I1). */
-async function checkDeleteAllowed(id: string, name: string, guard: DeleteGuard | undefined): Promise<void> {
-  if (!guard || typeof guard !== "object" || !guard.kubeconfigPath || !guard.orderName || !guard.namespace || !guard.slot) {
-    throw refusal(id, name, "unknown", "the stack records no ClusterOrder to check the deletion against");
+async function checkDeleteAllowed(id: string, name: string, guard: DeleteGuard | undefined, orderUid: string | undefined): Promise<void> {
+  if (guard === undefined || guard === null) return checkUnguardedDelete(id, name, orderUid);
+  if (typeof guard !== "object" || !guard.kubeconfigPath || !guard.orderName || !guard.namespace || !guard.slot) {
+    throw refusal(id, name, "unknown", "the stack records an incomplete guard, so the deletion cannot be checked");
   }
   let order: ClusterOrder | undefined;
   try {
-    order = await kubeFor(guard.kubeconfigPath).getClusterOrder(guard.namespace, guard.orderName);
+    order = await kubeFor(guard.kubeconfigPath).getClusterOrderStrict(guard.namespace, guard.orderName);
   } catch (err) {
     throw refusal(id, name, guard.slot,
       `ClusterOrder ${guard.namespace}/${guard.orderName} could not be read (${unreadable(err)}), so the deletion cannot be checked`);
   }
   const decision = deleteDecision(order, guard, { id, name });
   if (!decision.allowed) throw refusal(id, name, guard.slot, decision.reason);
+}
+
+/** The program's hub kubeconfig, as the program itself finds it (automation/settings.ts). */
+const hubKubeconfig = () => process.env.BMW_KUBECONFIG || process.env.KUBECONFIG;
+
+async function checkUnguardedDelete(id: string, name: string, orderUid: string | undefined): Promise<void> {
+  if (!orderUid) throw refusal(id, name, "unknown", `it carries no ${ORDER_LABEL} label, so its ClusterOrder cannot be found`);
+  const kubeconfig = hubKubeconfig();
+  if (!kubeconfig) throw refusal(id, name, "unknown", "the stack records no guard and no hub kubeconfig is set (BMW_KUBECONFIG), so the deletion cannot be checked");
+  let orders: ClusterOrder[];
+  try {
+    orders = await kubeFor(kubeconfig).listClusterOrders();
+  } catch (err) {
+    throw refusal(id, name, "unknown", `ClusterOrders could not be listed (${unreadable(err)}), so the deletion cannot be checked`);
+  }
+  const decision = unguardedDeleteDecision(orders, orderUid, { id, name });
+  if (!decision.allowed) throw refusal(id, name, decision.slot, decision.reason);
 }
 
 /**
@@ -399,7 +424,7 @@ export async function remove(id: string, props: BareMetalInstanceOutputs): Promi
       throw err;
     }
     if (bmi.metadata?.deletion_timestamp) return;
-    await checkDeleteAllowed(id, bmi.metadata?.name ?? props.name, props.guard);
+    await checkDeleteAllowed(id, bmi.metadata?.name ?? props.name, props.guard, bmi.metadata?.labels?.[ORDER_LABEL] || props.labels?.[ORDER_LABEL]);
     failpoint("bmi.delete.beforeCall"); // fault suite: killed before the Delete reaches the service
     try {
       await c.bareMetalInstances.delete(id);

@@ -1,6 +1,8 @@
 // The BMI provider refuses a Delete that the planner did not decide (invariant I1). The refusal fails
 // the update with one marked line, which the reconciler reads back to raise a condition and an event
 // naming the slot.
+import { markedLine } from "./markedLine";
+
 export interface DeleteRefusal {
   slot: string;
   bmiName: string;
@@ -8,16 +10,13 @@ export interface DeleteRefusal {
   reason: string;
 }
 
-const MARK = "bmw:delete-refused";
-const LINE = new RegExp(`\\[${MARK} slot=([^ \\]]+) bmi=([a-z0-9-]+)\\] ([^\\n]*)`, "g");
+const LINE = markedLine("bmw:delete-refused", [["slot", "[^ \\]]+"], ["bmi", "[a-z0-9-]+"]], "bmi");
 
 export function formatDeleteRefusal(r: DeleteRefusal): string {
-  return `[${MARK} slot=${r.slot} bmi=${r.bmiName}] ${r.reason.replace(/\s*\n\s*/g, " ")}`;
+  return LINE.format({ slot: r.slot, bmi: r.bmiName }, r.reason);
 }
 
 /** Every refusal named in an engine's error output (one per BMI name). */
 export function parseDeleteRefusals(text: string): DeleteRefusal[] {
-  const byName = new Map<string, DeleteRefusal>();
-  for (const m of text.matchAll(LINE)) byName.set(m[2], { slot: m[1], bmiName: m[2], reason: m[3].trim() });
-  return [...byName.values()];
+  return LINE.parse(text).map(({ fields, message }) => ({ slot: fields.slot, bmiName: fields.bmi, reason: message }));
 }

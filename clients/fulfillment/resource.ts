@@ -17,6 +17,11 @@ export interface CrudMethods<O, OOut> {
   Signal: UnaryMethod<{ id?: string }, object>;
 }
 
+/** A List answer held an object without an id: a protocol error, not retried. */
+export class MissingIdError extends Error {
+  override name = "MissingIdError";
+}
+
 export interface ListOptions {
   filter?: CelFilter;
   offset?: number;
@@ -52,10 +57,21 @@ export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> {
     return { items: res.items, size: res.size, total: res.total };
   }
 
-  /** Every match, page by page; InconsistentListError when the pages do not add up to one complete list. */
+  /**
+   * Every match, page by page; InconsistentListError when the pages do not add up to one complete list.
+   * An item without an id fails the listing at once (MissingIdError): it could be neither told apart
+   * from a duplicate nor read, deleted or confirmed gone by id, so no caller could use the list.
+   */
   listAll(filter?: CelFilter, pageSize = MAX_PAGE_SIZE): Promise<OOut[]> {
-    return collectPages((offset, limit) => this.list({ filter, offset, limit }),
-      { pageSize, key: (o) => (o as { id?: string }).id ?? "" });
+    const method = this.methods.List.path;
+    return collectPages((offset, limit) => this.list({ filter, offset, limit }), {
+      pageSize,
+      key: (o) => {
+        const id = (o as { id?: string }).id;
+        if (!id) throw new MissingIdError(`${method}: the service sent an item without an id; the list cannot be used`);
+        return id;
+      },
+    });
   }
 
   /** Idempotent. NotFoundError when it does not exist or is invisible. */

@@ -44,6 +44,14 @@ async function find(items: ResourceClient<BareMetalInstanceCatalogItem, BareMeta
   return { ok: true, id: found[0].id, created: false, ...templateOf(found[0]) };
 }
 
+export interface EnsureOptions {
+  /**
+   * Create the item when it is missing. Only what applies changes (an update, the reconciler) may:
+   * a preview or a read-only command only looks, and reports a missing item as { ok: false }.
+   */
+  create: boolean;
+}
+
 /**
  * Finds or creates the item. A failed List throws (the service is not readable); a refused or lost
  * Create is reported as { ok: false } so that creates are blocked with a condition, never sent with a
@@ -52,9 +60,13 @@ async function find(items: ResourceClient<BareMetalInstanceCatalogItem, BareMeta
 export async function ensureSystemCatalogItem(
   items: ResourceClient<BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut>,
   name: string,
+  opts: EnsureOptions,
 ): Promise<SystemCatalogItem> {
   const existing = await find(items, name);
   if (existing) return existing;
+  if (!opts.create) {
+    return { ok: false, message: `the system BareMetalInstanceCatalogItem '${name}' does not exist yet; the next update creates it` };
+  }
   try {
     const created = await items.create(systemCatalogItemObject(name));
     return { ok: true, id: created.id, created: true, ...templateOf(created) };

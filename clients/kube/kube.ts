@@ -63,6 +63,21 @@ export class Kube {
     return this.getOrUndefined<ClusterOrder>(KINDS.ClusterOrder, namespace, name);
   }
 
+  /**
+   * The ClusterOrder, or undefined only when the apiserver's 404 names this very object (metav1.Status
+   * details: its name, kind clusterorders). Any other 404, e.g. the kind not served while its CRD is
+   * reinstalled, is thrown: for decisions that must not take "cannot see it" for "it is gone".
+   */
+  async getClusterOrderStrict(namespace: string, name: string): Promise<ClusterOrder | undefined> {
+    const k = KINDS.ClusterOrder;
+    try {
+      return await this.call<ClusterOrder>(`get ${k.kind} ${namespace}/${name}`, () => this.custom.getNamespacedCustomObject({ ...gvp(k), namespace, name }));
+    } catch (err) {
+      if (isNotFound(err) && notFoundNames(err, k, name)) return undefined;
+      throw err;
+    }
+  }
+
   /** Every ClusterOrder, in one namespace or all of them. */
   listClusterOrders(namespace?: string): Promise<ClusterOrder[]> {
     return this.list<ClusterOrder>(KINDS.ClusterOrder, namespace);
@@ -340,6 +355,20 @@ export class Kube {
     return this.call(`patch ${k.kind} ${namespace}/${name}`, () =>
       this.custom.patchNamespacedCustomObject({ ...gvp(k), namespace, name, body, fieldManager: FIELD_MANAGER }, MERGE));
   }
+}
+
+/** Whether a 404 is the apiserver's answer for this very object rather than for its kind or path. */
+function notFoundNames(err: unknown, k: KindInfo, name: string): boolean {
+  let body = (err as { cause?: { body?: unknown } }).cause?.body;
+  if (typeof body === "string") {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return false;
+    }
+  }
+  const status = body as { kind?: unknown; details?: { name?: unknown; kind?: unknown; group?: unknown } } | undefined;
+  return status?.kind === "Status" && status.details?.name === name && status.details.kind === k.plural && status.details.group === k.group;
 }
 
 function gvp(k: KindInfo): { group: string; version: string; plural: string } {

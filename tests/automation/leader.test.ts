@@ -79,6 +79,42 @@ describe("Lease leader election", () => {
     ]);
   });
 
+  it("a leader cut off from the API server stops acting by its renew deadline, and never judges the new leader gone", async () => {
+    const events: string[] = [];
+    let cut = false;
+    const partitioned: Kube = Object.assign(Object.create(kube) as Kube, {
+      // a request that never answers, as across a network partition
+      getLease: (n: string, name: string) => (cut ? new Promise<never>(() => undefined) : kube.getLease(n, name)),
+    });
+    const a = new LeaderElector({ client: partitioned, namespace: ns, name: "cut", identity: "replica-a", leaseDurationSeconds: LEASE_SECONDS,
+      renewDeadlineMs: 1_400, retryPeriodMs: RETRY_MS, onStoppedLeading: () => events.push("replica-a stopped") });
+    const b = elector(kube, ns, "replica-b", events, "cut");
+    running.push(b);
+    try {
+      a.start();
+      await eventually(async () => (a.isLeading() ? true : undefined), 10_000, 20);
+      b.start();
+      await new Promise((r) => setTimeout(r, 3 * RETRY_MS));
+      expect(b.isLeader()).toBe(false);
+      expect(b.isHolderGone("replica-a")).toBe(false); // its Lease is live
+
+      cut = true;
+      const cutAt = Date.now();
+      // its renew hangs: it stops leading (its updates are aborted) by the renew deadline, before anyone may take over
+      await eventually(async () => (events.includes("replica-a stopped") ? true : undefined), 5_000, 20);
+      expect(a.isLeading()).toBe(false);
+      expect(Date.now() - cutAt).toBeLessThan(LEASE_SECONDS * 1000);
+      await eventually(async () => (b.isLeading() ? true : undefined), 10_000, 20);
+      // the cut-off replica's last observation is its own record, long unchanged: the new leader is still not gone
+      await new Promise((r) => setTimeout(r, LEASE_SECONDS * 1000));
+      expect(a.isHolderGone("replica-b")).toBe(false);
+      expect(b.isHolderGone("replica-a")).toBe(true);
+      expect(events).toEqual(["replica-a stopped", "replica-b started"]);
+    } finally {
+      void a.abandon(); // its renew never answers: do not wait for it
+    }
+  });
+
   it("a conditional update on a stale resourceVersion loses instead of overwriting", async () => {
     const events: string[] = [];
     const a = elector(kube, ns, "solo", events, "race");

@@ -2,7 +2,9 @@
 // requeue times, error requeue, leader gating and watch-driven enqueue.
 import type { Kube } from "../../clients/kube";
 import type { OrderRef } from "../../automation/observe";
+import { NotLeaderError } from "../../automation/leader";
 import { ReconcileLoop } from "../../automation/loop";
+import { PulumiCommandError } from "../../automation/stacks";
 import { Slots } from "../../automation/slots";
 import type { ReconcileResult } from "../../automation/reconcile";
 import type { ClusterOrder } from "../../planner/types";
@@ -173,6 +175,97 @@ describe("ReconcileLoop", () => {
     slow.stop();
     await slow.drain();
     expect(warnings.some((w) => w.includes("interval is shorter than a pass"))).toBe(true);
+  });
+
+  it("backs off a failing order exponentially up to the cap; ticks and status events do not shorten it, one spec edit per delay does", async () => {
+    const ORDERS = "/apis/osac.openshift.io/v1alpha1/clusterorders";
+    const at: number[] = [];
+    let fail = true;
+    const t0 = Date.now();
+    const co = { ...order("f", "bad"), metadata: { ...order("f", "bad").metadata, generation: 1 } };
+    const { kube, emit } = fakeKube([co]);
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 50, debounceMs: 10, errorRequeueMs: 200, maxErrorRequeueMs: 800,
+      reconcile: async (): Promise<ReconcileResult> => {
+        at.push(Date.now() - t0);
+        if (fail) throw new Error("DeleteRefused");
+        return { action: "up" };
+      },
+    });
+    await loop.start();
+    await sleep(1_550); // failures at ~0, 200, 600, 1400 (delays 200, 400, 800: the next at ~2200), a tick every 50 ms
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    expect(at.length).toBe(4);
+    expect(gaps[0]).toBeGreaterThanOrEqual(180);
+    expect(gaps[1]).toBeGreaterThanOrEqual(380);
+    expect(gaps[2]).toBeGreaterThanOrEqual(780);
+    // our own status write (same generation) is no reason to retry early
+    const gen = (g: number) => ({ metadata: { ...co.metadata, generation: g } });
+    emit(ORDERS, gen(1));
+    await sleep(150);
+    expect(at.length).toBe(4);
+    // a spec edit is: one retry at once; a second edit within the delay waits for its end
+    const before = at.length;
+    emit(ORDERS, gen(2));
+    await sleep(150);
+    expect(at.length).toBe(before + 1);
+    emit(ORDERS, gen(3));
+    await sleep(400);
+    expect(at.length).toBe(before + 1);
+    // the delay's end retries; success resets the backoff (the ticks reconcile it again), and the next
+    // failure waits the first delay again
+    fail = false;
+    await sleep(400);
+    expect(at.length).toBeGreaterThanOrEqual(before + 2);
+    fail = true;
+    const resumed = at.length;
+    await sleep(450);
+    const again = at.slice(resumed);
+    expect(again.length).toBe(2);
+    expect(again[1] - again[0]).toBeGreaterThanOrEqual(180);
+    expect(again[1] - again[0]).toBeLessThan(390);
+  });
+
+  it("requeues a reconcile refused for not leading without counting it as the order's failure", async () => {
+    const at: number[] = [];
+    const lines: string[] = [];
+    const t0 = Date.now();
+    const { kube } = fakeKube([order("g", "x")]);
+    loop = new ReconcileLoop({
+      kube, log: (level, msg) => lines.push(`${level} ${msg}`), intervalMs: 60_000, errorRequeueMs: 300,
+      reconcile: async (): Promise<ReconcileResult> => {
+        at.push(Date.now() - t0);
+        if (at.length <= 2) throw new NotLeaderError("not the leader: up of stack g--x refused");
+        throw new Error("boom");
+      },
+    });
+    await loop.start();
+    await sleep(2_500);
+    // two refusals, each requeued after ~1 s; then failures back off from the first delay (300, 600)
+    expect(lines.filter((l) => l.startsWith("error"))).toHaveLength(at.length - 2);
+    expect(at[3] - at[2]).toBeLessThan(500);
+  });
+
+  it("logs a failed update redacted and bounded: a token echoed by the engine does not reach the log", async () => {
+    const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
+    const opaque = "Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy+/=";
+    const stdout = `${"progress line\n".repeat(400)}error: BareMetalInstances/Create: INVALID_ARGUMENT: bad request {"user_data":"${opaque}","authorization":"Bearer ${token}"}\n`;
+    const err = new PulumiCommandError({ code: 255, stdout, stderr: `token=${opaque}\n` }, ["up"]);
+    const logged: string[] = [];
+    const { kube } = fakeKube([order("h", "x")]);
+    loop = new ReconcileLoop({
+      kube, log: (level, msg, fields) => logged.push(JSON.stringify({ level, msg, ...fields })), intervalMs: 60_000,
+      reconcile: async () => { throw err; },
+    });
+    await loop.start();
+    await sleep(200);
+    const line = logged.find((l) => l.includes("reconcile of h/x failed"));
+    expect(line).toBeDefined();
+    expect(line).not.toContain(token);
+    expect(line).not.toContain(opaque);
+    expect(line).not.toContain("eyJ");
+    expect(line!.length).toBeLessThan(1_000);
+    expect(line).toContain("INVALID_ARGUMENT");
   });
 
   it("honours requeueAt and requeues failures after errorRequeueMs", async () => {

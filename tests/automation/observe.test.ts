@@ -22,6 +22,7 @@ import { FulfillmentClient } from "../../clients/fulfillment";
 import { ACME_TOKEN, clearFaults, setFault, SYSTEM_ITEM, testSeed, workerBmi } from "../fulfillment/helpers";
 import { hubWith, type ObserveFixture, orderRecording, startObserveFixture } from "../fulfillment/observeFixture";
 import { observe } from "../../automation/observe";
+import { Filter } from "../../clients/fulfillment";
 import { ObserveCache } from "../../automation/observeCache";
 import { defaultPlannerConfig } from "../../planner/config";
 import { evaluateGates } from "../../planner/gates";
@@ -75,6 +76,44 @@ describe("observe against the simulator", () => {
     });
   });
 
+  describe("NOT_FOUND proves a deletion only to a caller shown to see tenant system (I3)", () => {
+    it("a token that cannot see tenant system makes no recorded BMI look gone: the BMI list is unknown, with the reason", async () => {
+      const vis = await startObserveFixture(testSeed({ tenantPrivateAccess: "visibility" }));
+      const file = `${vis.tokenFile}.acme`;
+      fs.writeFileSync(file, ACME_TOKEN, { mode: 0o600 });
+      const acme = new FulfillmentClient({ address: vis.sim.address, transport: { kind: "plaintext" }, tokenFile: file, deadlineMs: 5_000 });
+      try {
+        const bmis = await vis.createBmis(2, "invisible");
+        // The order's own recording, read through a token rotated to a subject without admin rights.
+        const obs = await vis.observeOrder(orderRecording(bmis), acme, { createCatalogItem: true });
+        expect(obs.snapshot.goneBmiIds).toBeUndefined();
+        expect(obs.snapshot.bmis).toBeUndefined();
+        expect(obs.snapshot.fulfillmentErrorKind).toBe("PermissionDenied");
+        expect(obs.fulfillmentError).toMatch(/every recorded BareMetalInstance \(2\) answered NOT_FOUND.*cannot be shown to see tenant system/);
+        // The same order through the admin token: both are there.
+        const admin = await vis.observeOrder(orderRecording(bmis));
+        expect(admin.snapshot.goneBmiIds).toEqual([]);
+        expect(admin.snapshot.bmis?.map((b) => b.id).sort()).toEqual(bmis.map((b) => b.id).sort());
+      } finally {
+        acme.close();
+        await vis.close();
+      }
+    });
+
+    it("an admin whose every recorded BMI is gone proves it sees tenant system with one read, also with a warm cache", async () => {
+      const cache = new ObserveCache();
+      const gone = { id: "4f1c2b9e-0000-4000-8000-0000000000aa", name: "all-gone-x" };
+      await fx.observeOrder(orderRecording([]), undefined, { cache });
+      const lists = fx.calls("BareMetalInstanceCatalogItems/List");
+      // An order of its own: no listed BMI proves visibility.
+      const order = orderRecording([gone]);
+      order.metadata.uid = "order-all-gone";
+      const { snapshot } = await fx.observeOrder(order, undefined, { cache });
+      expect(snapshot.goneBmiIds).toEqual([gone.id]);
+      expect(fx.calls("BareMetalInstanceCatalogItems/List") - lists).toBe(1);
+    });
+  });
+
   describe("a failure names the cause an operator can act on", () => {
     const withToken = (token: string) => {
       const file = `${fx.tokenFile}.${token.slice(0, 4)}`;
@@ -125,12 +164,12 @@ describe("the system catalog item (design §2.6)", () => {
     // A same-named item of another tenant is not the system item.
     const fx = await startObserveFixture(withoutSystemItem([{ metadata: { name: SYSTEM_ITEM, tenant: "acme" }, published: true, tenant: "acme" }]));
     try {
-      const { snapshot, catalogItemError } = await fx.observeOrder(orderRecording([]));
+      const { snapshot, catalogItemError } = await fx.observeOrder(orderRecording([]), undefined, { createCatalogItem: true });
       expect(catalogItemError).toBeUndefined();
       const stored = await fx.client.catalogItems.get(snapshot.catalogItem);
       expect(stored.metadata).toMatchObject({ name: SYSTEM_ITEM, tenant: "system" });
       expect(stored).toMatchObject({ published: true, tenant: "system", field_definitions: [] });
-      const again = await fx.observeOrder(orderRecording([]));
+      const again = await fx.observeOrder(orderRecording([]), undefined, { createCatalogItem: true });
       expect(again.snapshot.catalogItem).toBe(snapshot.catalogItem);
       expect(fx.calls("BareMetalInstanceCatalogItems/Create")).toBe(1);
     } finally {
@@ -142,10 +181,43 @@ describe("the system catalog item (design §2.6)", () => {
     const fx = await startObserveFixture(withoutSystemItem());
     try {
       await setFault(fx.lab, { method: { method: "BareMetalInstanceCatalogItems/Create", code: "PERMISSION_DENIED" } });
-      const obs = await fx.observeOrder(orderRecording([]));
+      const obs = await fx.observeOrder(orderRecording([]), undefined, { createCatalogItem: true });
       expect(obs.snapshot.catalogItem).toBe("");
       expect(obs.catalogItemError).toMatch(/could not be created.*PERMISSION_DENIED/);
       expect(obs.snapshot.bmis).toEqual([]);
+    } finally {
+      await fx.close();
+    }
+  });
+
+  it("is only looked for by a preview or `status` (no createCatalogItem): missing is reported, nothing is created", async () => {
+    const fx = await startObserveFixture(withoutSystemItem());
+    try {
+      const obs = await fx.observeOrder(orderRecording([]));
+      expect(obs.snapshot.catalogItem).toBe("");
+      expect(obs.catalogItemError).toMatch(/does not exist yet; the next update creates it/);
+      expect(fx.calls("BareMetalInstanceCatalogItems/Create")).toBe(0);
+      expect(await fx.client.catalogItems.listAll(Filter.nameEquals(SYSTEM_ITEM))).toEqual([]);
+    } finally {
+      await fx.close();
+    }
+  });
+
+  it("an unresolved item is not kept in the cache: the next reconcile resolves it at once", async () => {
+    const fx = await startObserveFixture(withoutSystemItem());
+    try {
+      const cache = new ObserveCache({ catalogTtlMs: 60_000 });
+      const opts = { cache, createCatalogItem: true };
+      await setFault(fx.lab, { method: { method: "BareMetalInstanceCatalogItems/Create", code: "UNAVAILABLE", times: 1 } });
+      const first = await fx.observeOrder(orderRecording([]), undefined, opts);
+      expect(first.snapshot.catalogItem).toBe("");
+      const second = await fx.observeOrder(orderRecording([]), undefined, opts);
+      expect(second.catalogItemError).toBeUndefined();
+      expect(second.snapshot.catalogItem).not.toBe("");
+      // A resolved item is kept for the TTL.
+      const calls = fx.calls("BareMetalInstanceCatalogItems/List");
+      await fx.observeOrder(orderRecording([]), undefined, opts);
+      expect(fx.calls("BareMetalInstanceCatalogItems/List")).toBe(calls);
     } finally {
       await fx.close();
     }

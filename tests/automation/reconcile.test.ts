@@ -15,6 +15,8 @@ import type { ClusterOrder, DesiredInfraEnv } from "../../planner/types";
 import { create } from "../../providers/bareMetalInstanceOps";
 import { eventuallyPasses } from "../support/eventually";
 import { startTestLab, type TestLab } from "../support/labEnv";
+import { labControlClient } from "../../lab/labControl";
+import { clearFaults, setFault, workerBmi } from "../fulfillment/helpers";
 
 jest.setTimeout(300_000);
 
@@ -55,7 +57,8 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
 
   /** What index.ts does in an update, minus the engine: its own observation, plan, fence and Creates. */
   async function programUp(ref: { namespace: string; name: string }): Promise<UpResult> {
-    const { snapshot } = await observe({ kube: app.kube, fulfillment: app.fulfillment, config: app.config, ignitionCaFile: app.settings.ignitionCaFile }, ref);
+    const { snapshot } = await observe({ kube: app.kube, fulfillment: app.fulfillment, config: app.config, ignitionCaFile: app.settings.ignitionCaFile,
+      createCatalogItem: true }, ref);
     if (snapshot.bmis === undefined) throw new Error("error: the fulfillment-service could not be read");
     const p = plan(snapshot);
     if (p.infraEnv) await ensureInfraEnv(p.infraEnv);
@@ -244,5 +247,59 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
       const deleted = (await events(name)).filter((e) => e.reason === "WorkerDeleted").map((e) => e.note ?? "");
       for (const b of live) expect(deleted.some((n) => n.includes(b))).toBe(true);
     });
+  });
+  it("deletion keeps the finalizer while Lists leave out a BMI known only by name; found by name, it is deleted and confirmed", async () => {
+    const name = "rec-lost";
+    const ref = { namespace: ns, name };
+    const { uid } = await t.lab.createSampleOrder({ namespace: ns, name, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 1, instanceType: "compute" }] });
+    // A Create whose response was lost: the BMI exists, the status knows it by name only.
+    const lost = workerBmi(`${name}-w0a`);
+    lost.metadata!.labels = { ...lost.metadata!.labels, [ORDER_LABEL]: uid };
+    const bmi = await app.fulfillment.bareMetalInstances.create(lost);
+    const o = await order(name);
+    await app.kube.patchClusterOrderMetadata(ref, { finalizers: [...(o.metadata.finalizers ?? []), FINALIZER] }, o.metadata.resourceVersion);
+    // Written as the product writes it (its field manager owns the entry).
+    await app.kube.applyClusterOrderStatus(ref, { workers: [{ name: "w0", nodeSet: "compute", kind: "BareMetalInstance", phase: "Provisioning",
+      instanceType: "compute", bmiCreateState: "Attempted", bareMetalInstance: { name: `${name}-w0a` } }] });
+    await custom.deleteNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders", namespace: ns, name });
+    const control = labControlClient({ address: t.lab.fulfillment.address, caFile: t.lab.fulfillment.caFile, plaintext: t.lab.fulfillment.plaintext });
+    try {
+      // Every List leaves the BMI out, the lookup by name included: one absence is not proof.
+      await setFault(control, { list: { omit_id: bmi.id } });
+      // The reconcile's clock, not the wall clock, stamps the transition to Deleting.
+      const clock = new Date("2031-02-03T04:05:06.000Z");
+      const r = await reconcileOrder({ ...deps(), now: () => clock }, ref);
+      expect(r.action).toBe("requeue");
+      const kept = await order(name);
+      expect(kept.metadata.finalizers).toContain(FINALIZER);
+      expect(kept.status?.workers?.map((w) => [w.bareMetalInstance?.name, w.phase, w.attemptStartedAt]))
+        .toEqual([[lost.metadata!.name, "Deleting", clock.toISOString()]]);
+      await clearFaults(control);
+      // The next pass finds it by name, deletes it and keeps the finalizer until a Get confirms it gone.
+      await eventuallyPasses(async () => {
+        expect(["deleted", "gone"]).toContain((await reconcileOrder(deps(), ref)).action);
+      }, 60_000, 500);
+    } finally {
+      await clearFaults(control);
+      control.close();
+    }
+    expect(await app.kube.getClusterOrder(ns, name)).toBeUndefined();
+    await expect(app.fulfillment.bareMetalInstances.get(bmi.id)).rejects.toThrow(/NOT_FOUND/);
+    expect(await orderBmis(uid)).toEqual([]);
+  });
+
+  it("deletion drops an entry known only by name whose BMI never existed after two lookups by name found nothing", async () => {
+    const name = "rec-never";
+    const ref = { namespace: ns, name };
+    await t.lab.createSampleOrder({ namespace: ns, name, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 1, instanceType: "compute" }] });
+    const o = await order(name);
+    await app.kube.patchClusterOrderMetadata(ref, { finalizers: [...(o.metadata.finalizers ?? []), FINALIZER] }, o.metadata.resourceVersion);
+    await app.kube.applyClusterOrderStatus(ref, { workers: [{ name: "w0", nodeSet: "compute", kind: "BareMetalInstance", phase: "Provisioning",
+      instanceType: "compute", bmiCreateState: "Attempted", bareMetalInstance: { name: `${name}-w0a` } }] });
+    await custom.deleteNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders", namespace: ns, name });
+    expect((await reconcileOrder(deps(), ref)).action).toBe("requeue");
+    expect((await order(name)).metadata.finalizers).toContain(FINALIZER);
+    expect((await reconcileOrder(deps(), ref)).action).toBe("deleted");
+    expect(await app.kube.getClusterOrder(ns, name)).toBeUndefined();
   });
 });

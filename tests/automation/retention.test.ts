@@ -87,6 +87,36 @@ describe("pruneStackState on a DIY layout", () => {
     expect(await size.bytes()).toBe(bytesUnder(stateDir));
   });
 
+  it("a stack changed while the full walk runs is counted once: the total stays exact wherever the change lands", async () => {
+    // The change lands after 0, 8, 16, ... turns of the event loop into the walk, until the walk ends before
+    // it: before, inside and after the walk's measure of that stack.
+    let walkEndedFirst = false;
+    for (let turns = 0; !walkEndedFirst; turns += 8) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-size-race-"));
+      try {
+        let t = 0;
+        const size = new StateSize(dir, PROJECT, 60_000, () => t);
+        for (let i = 0; i < 6; i++) writeOperation(dir, 1n, `ns--s${i}`);
+        await size.bytes();
+        t += 60_000;
+        let walkDone = false;
+        const walk = size.bytes().finally(() => (walkDone = true));
+        for (let i = 0; i < turns; i++) await new Promise((r) => setImmediate(r));
+        walkEndedFirst = walkDone;
+        writeOperation(dir, 2n, "ns--s3");
+        fs.appendFileSync(path.join(historyDir(dir, PROJECT, "ns--s3"), "ns--s3-2.history.json"), "x".repeat(5000));
+        const changed = size.stackChanged("ns--s3");
+        await Promise.all([walk, changed]);
+        expect({ turns, bytes: await size.bytes() }).toEqual({ turns, bytes: bytesUnder(dir) });
+        writeOperation(dir, 3n, "ns--s3");
+        await size.stackChanged("ns--s3");
+        expect({ turns, bytes: await size.bytes() }).toEqual({ turns, bytes: bytesUnder(dir) });
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  });
+
   it("rollback's refusal says whether an update was pruned or never existed", () => {
     const entries = [12, 11, 10].map((number) => ({ number }) as Parameters<typeof missingUpdateMessage>[1][number]);
     expect(missingUpdateMessage(4, entries)).toBe("update 4 was pruned: the stack keeps its last 3 updates (10..12; BMW_HISTORY_RETENTION)");

@@ -3,7 +3,8 @@
 import fc from "fast-check";
 import { failureEvents } from "../../automation/reconcile";
 import { PulumiCommandError } from "../../automation/stacks";
-import { describeUpdateFailure, MAX_FAILURE_MESSAGE, redact, relevantLine } from "../../automation/updateFailure";
+import { describeUpdateFailure, MAX_FAILURE_MESSAGE, relevantLine } from "../../automation/updateFailure";
+import { redact } from "../../planner/redact";
 import { formatCreateRejection } from "../../providers/createRejection";
 import { formatDeleteRefusal } from "../../providers/deleteRefusal";
 
@@ -84,6 +85,13 @@ describe("describeUpdateFailure", () => {
         const f = describeUpdateFailure(engineError(`    error: create failed ${around} ${quoted} ${around}\nerror: update failed`), WHICH);
         return !f.message.includes(token) && !f.detail.includes(token) && !failureEvents(f).some((e) => e.message.includes(token));
       }), { numRuns: 300 });
+  });
+
+  it("cuts an ignition document the engine quotes JSON-escaped, even when its secrets look like plain words", () => {
+    const doc = JSON.stringify(JSON.stringify({ ignition: { version: "3.4.0" }, passwd: { users: [{ name: "core", passwordHash: "core-user-passphrase-value" }] } })).slice(1, -1);
+    const f = describeUpdateFailure(engineError(`    error: BareMetalInstances/Create: INVALID_ARGUMENT: user_data ${doc} is invalid\nerror: update failed`), WHICH);
+    expect(f.message).not.toContain("core-user-passphrase-value");
+    expect(f.message).toContain("is invalid");
   });
 
   it("keeps resource names, even long ones", () => {

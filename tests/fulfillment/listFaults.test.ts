@@ -2,9 +2,12 @@
 // unordered result gives on a real database, and what the program makes of them: the client returns
 // the complete list or fails closed, and observe() never reports a recorded BMI as gone without a Get.
 import fc from "fast-check";
-import { Filter, InconsistentListError, type BareMetalInstanceOut } from "../../clients/fulfillment";
+import {
+  AlreadyExistsError, createOrAdopt, Filter, InconsistentListError, NameHolderUnseenError, type BareMetalInstanceOut,
+} from "../../clients/fulfillment";
 import type { ListFault } from "../../lab/fulfillment/labProtos";
-import { clearFaults, setFault } from "./helpers";
+import { createRejectionOf } from "../../providers/bareMetalInstanceOps";
+import { clearFaults, setFault, workerBmi } from "./helpers";
 import { type ObserveFixture, ORDER_UID, orderRecording, startObserveFixture } from "./observeFixture";
 
 const N = 9;
@@ -122,5 +125,42 @@ describe("under any combination of list faults", () => {
       expect(snapshot.goneBmiIds).toEqual([]);
       expect(snapshot.bmis.map((b) => b.id).sort()).toEqual(ids());
     }), { numRuns: 100 });
+  });
+});
+
+describe("createOrAdopt when a List leaves out our own BMI (ALREADY_EXISTS)", () => {
+  const owner = { ownerLabels: { "osac.openshift.io/cluster-order": ORDER_UID }, retry: { initialDelayMs: 1, maxDelayMs: 5 } };
+  const named = async (name: string) => fx.client.bareMetalInstances.listAll(Filter.and(Filter.tenantEquals("system"), Filter.nameEquals(name)));
+
+  it("is a transient error, never a definitive rejection, while no List shows the holder", async () => {
+    const own = await fx.client.bareMetalInstances.create(workerBmi("adopt-unseen"));
+    await setFault(fx.lab, { list: { omit_id: own.id } });
+    const err = await createOrAdopt(fx.client.bareMetalInstances, workerBmi("adopt-unseen"), owner).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(NameHolderUnseenError);
+    expect(err).not.toBeInstanceOf(AlreadyExistsError);
+    expect(createRejectionOf(err, { name: "adopt-unseen", userData: "{}" })).toBeUndefined();
+    await clearFaults(fx.lab);
+    expect((await named("adopt-unseen")).map((b) => b.id)).toEqual([own.id]);
+    // The next attempt (the next update) adopts it.
+    const again = await createOrAdopt(fx.client.bareMetalInstances, workerBmi("adopt-unseen"), owner);
+    expect(again).toMatchObject({ adopted: true, bmi: { id: own.id } });
+  });
+
+  it("adopts it once a List by name shows it with our labels", async () => {
+    const own = await fx.client.bareMetalInstances.create(workerBmi("adopt-late"));
+    // The list-before-create and the owner-label List after ALREADY_EXISTS both leave it out.
+    await setFault(fx.lab, { list: { omit_id: own.id, times: 2 } });
+    const r = await createOrAdopt(fx.client.bareMetalInstances, workerBmi("adopt-late"), owner);
+    expect(r).toMatchObject({ adopted: true, bmi: { id: own.id } });
+    expect((await named("adopt-late")).map((b) => b.id)).toEqual([own.id]);
+  });
+
+  it("calls the name another owner's only after seeing its holder with other labels", async () => {
+    const theirs = workerBmi("adopt-foreign");
+    theirs.metadata!.labels = { ...theirs.metadata!.labels, "osac.openshift.io/cluster-order": "another-order" };
+    await fx.client.bareMetalInstances.create(theirs);
+    const err = await createOrAdopt(fx.client.bareMetalInstances, workerBmi("adopt-foreign"), owner).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(AlreadyExistsError);
+    expect(createRejectionOf(err, { name: "adopt-foreign", userData: "{}" })).toMatch(/code=ALREADY_EXISTS.*another owner/);
   });
 });

@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { observe, type Observation } from "../../automation/observe";
+import { observe, type ObserveDeps, type Observation } from "../../automation/observe";
 import { FulfillmentClient, type BareMetalInstanceOut } from "../../clients/fulfillment";
 import type { Kube } from "../../clients/kube";
 import { type FulfillmentLabClient, loadLabProtos } from "../../lab/fulfillment/labProtos";
@@ -46,7 +46,8 @@ export interface ObserveFixture {
   lab: FulfillmentLabClient;
   tokenFile: string;
   createBmis(n: number, prefix?: string): Promise<BareMetalInstanceOut[]>;
-  observeOrder(order: ClusterOrder, client?: FulfillmentClient): Promise<Observation>;
+  /** Observes as a preview or `status` does (looks only), or with `opts` as an update or the reconciler does. */
+  observeOrder(order: ClusterOrder, client?: FulfillmentClient, opts?: Partial<ObserveDeps>): Promise<Observation>;
   calls(method: string): number;
   close(): Promise<void>;
 }
@@ -67,7 +68,7 @@ export async function startObserveFixture(seed: SimulatorSeed = testSeed()): Pro
       for (let i = 0; i < n; i++) out.push(await client.bareMetalInstances.create(workerBmi(`${prefix}-${i}`)));
       return out;
     },
-    observeOrder: (order, c = client) => observe({ kube: hubWith(order), fulfillment: c, config: defaultPlannerConfig() },
+    observeOrder: (order, c = client, opts = {}) => observe({ kube: hubWith(order), fulfillment: c, config: defaultPlannerConfig(), ...opts },
       { namespace: order.metadata.namespace, name: order.metadata.name }),
     calls: (method) => sim.engine.calls.get(method) ?? 0,
     close: async () => {

@@ -1,5 +1,7 @@
 // collectPages: offset/limit paging, and a page too large for the channel fetched again in halves.
+import type { Connection } from "../../clients/fulfillment/connection";
 import { collectPages, InconsistentListError, isOversizedPage, type ListPage } from "../../clients/fulfillment/paging";
+import { type CrudMethods, MissingIdError, ResourceClient } from "../../clients/fulfillment/resource";
 
 const oversized = () => Object.assign(new Error("List: RESOURCE_EXHAUSTED: Received message larger than max (6326157 vs 4194304)"),
   { code: 8, details: "Received message larger than max (6326157 vs 4194304)" });
@@ -94,5 +96,34 @@ describe("collectPages fails closed on a listing that does not add up", () => {
     const items = all(5);
     const fetch = async (o: number, l: number) => page(items.slice(o, o + Math.min(l, 1)), 4);
     await expect(collectPages(fetch, { pageSize: 2, key })).rejects.toThrow(/5 items arrived but total says 4/);
+  });
+});
+
+describe("ResourceClient.listAll and an item without an id", () => {
+  /** A client whose List answers `items` as one page (and the closing empty page after them). */
+  const clientAnswering = (items: { id: string }[]) => {
+    const lists: number[] = [];
+    const conn = {
+      unary: async (_m: unknown, req: { offset?: number; limit?: number }) => {
+        lists.push(req.offset ?? 0);
+        const slice = items.slice(req.offset ?? 0, (req.offset ?? 0) + (req.limit ?? 100));
+        return { items: slice, size: slice.length, total: items.length };
+      },
+    } as unknown as Connection;
+    const methods = { List: { path: "/osac.private.v1.BareMetalInstances/List" } } as unknown as CrudMethods<{ metadata?: null }, { id: string }>;
+    return { client: new ResourceClient(conn, methods), lists };
+  };
+
+  it("fails at once as a protocol error naming the method, not as a duplicate after every retry", async () => {
+    const { client, lists } = clientAnswering([{ id: "a" }, { id: "" }, { id: "" }]);
+    const outcome = client.listAll();
+    await expect(outcome).rejects.toThrow(MissingIdError);
+    await expect(outcome).rejects.toThrow(/BareMetalInstances\/List: the service sent an item without an id/);
+    expect(lists).toEqual([0]);
+  });
+
+  it("lists items that all have ids as before", async () => {
+    const { client } = clientAnswering([{ id: "a" }, { id: "b" }]);
+    await expect(client.listAll()).resolves.toEqual([{ id: "a" }, { id: "b" }]);
   });
 });

@@ -70,6 +70,17 @@ describe("UpdateFailed (finding 12)", () => {
     expect(c.message).toContain("Bearer [redacted]");
     expect(c.message.length).toBeLessThanOrEqual(2200);
   });
+
+  test("the message is redacted like every other (key=value secrets, data: URLs, ignition documents)", () => {
+    const p = planOf({
+      ...ready,
+      lastUpdate: failed("EngineError", `create failed: password=hunter-two-secret source data:,pull-secret-body ` +
+        `{"ignition":{"version":"3.4.0"},"passwd":{"users":[{"passwordHash":"core-user-passphrase-value"}]}} end`),
+    });
+    const c = conditionOf(p, "UpdateFailed")!;
+    for (const secret of ["hunter-two-secret", "pull-secret-body", "core-user-passphrase-value"]) expect(c.message).not.toContain(secret);
+    expect(c.message).toContain("create failed");
+  });
 });
 
 describe("FulfillmentServiceUnavailable names the cause (finding 12)", () => {

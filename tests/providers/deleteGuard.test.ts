@@ -2,6 +2,7 @@
 // slot (entry persisted as Unbinding, Deleting or Failed) or its ClusterOrder is gone or being deleted.
 // The decision alone, then the provider's delete against the simulator and the test plane's apiserver.
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as path from "node:path";
 import fc from "fast-check";
 import { Filter, FulfillmentClient } from "../../clients/fulfillment";
@@ -11,7 +12,7 @@ import { ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder, WorkerPhase, WorkerStatus } from "../../planner/types";
 import { bareMetalInstanceProvider as provider } from "../../providers/bareMetalInstance";
 import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "../../providers/bareMetalInstance";
-import { deleteDecision } from "../../providers/bareMetalInstanceOps";
+import { deleteDecision, unguardedDeleteDecision } from "../../providers/bareMetalInstanceOps";
 import { parseDeleteRefusals } from "../../providers/deleteRefusal";
 import { ADMIN_TOKEN, SYSTEM_ITEM, tempDir, testSeed } from "../fulfillment/helpers";
 import { createOrder, deleteOrder, releaseOrder, setWorkers, type TestOrder } from "./orders";
@@ -47,10 +48,30 @@ describe("deleteDecision", () => {
     expect(!d.allowed && d.reason).toContain("records no worker for this BareMetalInstance");
   });
 
-  it("allows when the order is gone, re-created under the same name, or being deleted", () => {
+  it("allows when the order is gone, re-created under the same name without this BMI, or being deleted", () => {
     expect(deleteDecision(undefined, guard, bmi).allowed).toBe(true);
-    expect(deleteDecision(order([entry("Ready")], { uid: "uid-2" }), guard, bmi).allowed).toBe(true);
+    expect(deleteDecision(order([], { uid: "uid-2" }), guard, bmi).allowed).toBe(true);
+    expect(deleteDecision(order([{ ...entry("Ready", { name: "o-w-9", id: "bmi-9" }), name: "slot-b" }], { uid: "uid-2" }), guard, bmi).allowed).toBe(true);
     expect(deleteDecision(order([entry("Ready")], { deletionTimestamp: "2025-01-01T00:00:00Z" }), guard, bmi).allowed).toBe(true);
+  });
+
+  it.each(PHASES)("an order with another uid whose %s worker names the BMI (by id or name) keeps it unless retired", (phase) => {
+    const recreated = (ref: { name: string; id?: string }) => order([entry(phase, ref)], { uid: "uid-2" });
+    for (const ref of [{ name: bmi.name, id: bmi.id }, { name: bmi.name }, { name: "renamed", id: bmi.id }, { name: bmi.name, id: "another-id" }]) {
+      const d = deleteDecision(recreated(ref), guard, bmi);
+      expect(d.allowed).toBe(RETIRED.includes(phase));
+      if (!d.allowed) expect(d.reason).toContain(`worker slot-a is ${phase}`);
+    }
+  });
+
+  it("never allows a BMI that a not-retired worker of a same-named order with another uid names (property)", () => {
+    const ref = fc.record({ name: fc.constantFrom("o-w-1", "o-w-2"), id: fc.option(fc.constantFrom("bmi-1", "bmi-2"), { nil: undefined }) });
+    const workers = fc.array(fc.record({ phase: fc.constantFrom(...PHASES), ref }), { maxLength: 5 })
+      .map((ws) => ws.map((w, i) => ({ ...entry(w.phase, w.ref), name: `slot-${i}` })));
+    fc.assert(fc.property(workers, (ws) => {
+      const claimed = ws.some((w) => !RETIRED.includes(w.phase) && (w.bareMetalInstance?.id === bmi.id || w.bareMetalInstance?.name === bmi.name));
+      expect(deleteDecision(order(ws, { uid: "uid-2" }), guard, bmi).allowed).toBe(!claimed);
+    }), { numRuns: 500 });
   });
 
   it("never allows a live order's BMI that no retired entry names (property)", () => {
@@ -65,6 +86,49 @@ describe("deleteDecision", () => {
     }), { numRuns: 500 });
   });
 });
+
+describe("unguardedDeleteDecision (no guard in the state)", () => {
+  const bmi = { id: "bmi-1", name: "o-w-1" };
+  const order = (uid: string, workers: WorkerStatus[], extra: Partial<ClusterOrder["metadata"]> = {}): ClusterOrder => ({
+    metadata: { name: `o-${uid}`, namespace: "ns", uid, ...extra }, spec: {}, status: { workers },
+  });
+  const ready = { name: "slot-a", nodeSet: "compute", kind: "BareMetalInstance", phase: "Ready", bareMetalInstance: bmi } as WorkerStatus;
+
+  it("allows when no ClusterOrder has the BMI's order uid, or the one that has it is being deleted", () => {
+    expect(unguardedDeleteDecision([order("uid-2", [ready])], "uid-1", bmi).allowed).toBe(true);
+    expect(unguardedDeleteDecision([], "uid-1", bmi).allowed).toBe(true);
+    expect(unguardedDeleteDecision([order("uid-1", [ready], { deletionTimestamp: "2025-01-01T00:00:00Z" })], "uid-1", bmi).allowed).toBe(true);
+  });
+
+  it("applies the guarded rule to the order that has the uid: a live worker refuses (naming its slot), a retired one allows", () => {
+    const d = unguardedDeleteDecision([order("uid-2", []), order("uid-1", [ready])], "uid-1", bmi);
+    expect(d).toMatchObject({ allowed: false, slot: "slot-a" });
+    expect(unguardedDeleteDecision([order("uid-1", [])], "uid-1", bmi)).toMatchObject({ allowed: false, slot: "unknown" });
+    expect(unguardedDeleteDecision([order("uid-1", [{ ...ready, phase: "Deleting" }])], "uid-1", bmi).allowed).toBe(true);
+  });
+});
+
+/** A stand-in apiserver that answers every request with one 404 body (a kind not served, a wrong path). */
+async function notServedServer(body: string, contentType: string): Promise<{ kubeconfig: (dir: string) => string; close: () => Promise<void> }> {
+  const server = http.createServer((_req, res) => {
+    res.writeHead(404, { "Content-Type": contentType });
+    res.end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    kubeconfig: (dir) => {
+      const file = path.join(dir, `not-served-${port}.kubeconfig`);
+      fs.writeFileSync(file, [
+        "apiVersion: v1", "kind: Config", "current-context: x",
+        `clusters: [{name: x, cluster: {server: 'http://127.0.0.1:${port}', insecure-skip-tls-verify: true}}]`,
+        "users: [{name: x, user: {token: not-a-real-token}}]", "contexts: [{name: x, context: {cluster: x, user: x}}]",
+      ].join("\n"));
+      return file;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 describe("remove", () => {
   const IGNITION = JSON.stringify({ ignition: { version: "3.4.0" }, secret: "assisted-pull-token-guard" });
@@ -140,14 +204,11 @@ describe("remove", () => {
     expect(await exists(id).catch(() => false)).toBe(false);
   });
 
-  it("refuses without an entry for the BMI, without a guard, and when the order cannot be read", async () => {
+  it("refuses without an entry for the BMI, and when the order cannot be read", async () => {
     const order = await createOrder();
     const a = await bmiOf(order, "w-noentry");
     await setWorkers(order, [{ slot: "slot-other", phase: "Deleting", bmi: { name: "w-other", id: "other-id" } }]);
     expect((await refused(a.id, a.outs)).reason).toContain("records no worker");
-
-    const b = await bmiOf(undefined, "w-noguard", undefined);
-    expect(await refused(b.id, b.outs)).toMatchObject({ slot: "unknown", bmiName: "w-noguard" });
 
     const kubeconfig = path.join(dir, "unreachable.kubeconfig");
     fs.writeFileSync(kubeconfig, [
@@ -164,7 +225,65 @@ describe("remove", () => {
     expect((await refused(d.id, d.outs)).reason).toContain("could not be read");
   });
 
-  it("deletes when the order is being deleted, gone, or re-created (another uid)", async () => {
+  it.each([
+    ["a kind that is not served (Status without details)", JSON.stringify({
+      kind: "Status", apiVersion: "v1", status: "Failure", message: "the server could not find the requested resource", reason: "NotFound", details: {}, code: 404,
+    }), "application/json"],
+    ["a path the server does not know (plain text)", "404 page not found\n", "text/plain"],
+    ["another object's 404", JSON.stringify({
+      kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404,
+      details: { name: "another-order", group: "osac.openshift.io", kind: "clusterorders" },
+    }), "application/json"],
+  ])("refuses when the order reads as 404 for %s: only a 404 naming the order proves it gone", async (_case, body, type) => {
+    const order = await createOrder();
+    const server = await notServedServer(body, type);
+    try {
+      const a = await bmiOf(order, `w-notserved-${type.length}-${body.length}`, { ...order.guard("slot-n"), kubeconfigPath: server.kubeconfig(dir) });
+      const r = await refused(a.id, a.outs);
+      expect(r.slot).toBe("slot-n");
+      expect(r.reason).toContain("could not be read (404 NotFound)");
+      expect(r.reason).not.toContain("not-a-real-token");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("refuses when the order was re-created (another uid) and a not-retired worker of it names the BMI", async () => {
+    const live = await createOrder("order-restored");
+    const c = await bmiOf(live, "w-order-restored", { ...live.guard("slot-c"), orderUid: "uid-of-the-earlier-order" });
+    await setWorkers(live, [{ slot: "slot-c", phase: "Ready", bmi: { name: "w-order-restored", id: c.id } }]);
+    const r = await refused(c.id, c.outs);
+    expect(r.reason).toContain("another uid");
+    expect(r.reason).toContain("worker slot-c is Ready");
+    await setWorkers(live, [{ slot: "slot-c", phase: "Ready", bmi: { name: "w-order-restored" } }]);
+    await refused(c.id, c.outs);
+  });
+
+  it("without a guard in the state, finds the order by the BMI's order label: deletes when none has that uid or it is being deleted, refuses a live one", async () => {
+    const gone = await bmiOf(undefined, "w-noguard-gone", undefined);
+    await provider.delete!(gone.id, gone.outs);
+    expect(await exists(gone.id).catch(() => false)).toBe(false);
+
+    const order = await createOrder("order-unguarded", { hold: true });
+    const unguarded = (name: string) => provider.create({ ...inputs(name, undefined), labels: { [ORDER_LABEL]: order.uid } })
+      .then((r) => ({ id: r.id, outs: r.outs as BareMetalInstanceOutputs }));
+    const live = await unguarded("w-noguard-live");
+    const retired = await unguarded("w-noguard-retired");
+    await setWorkers(order, [
+      { slot: "slot-live", phase: "Ready", bmi: { name: "w-noguard-live", id: live.id } },
+      { slot: "slot-retired", phase: "Deleting", bmi: { name: "w-noguard-retired", id: retired.id } },
+    ]);
+    expect(await refused(live.id, live.outs)).toMatchObject({ slot: "slot-live", bmiName: "w-noguard-live" });
+    await provider.delete!(retired.id, retired.outs);
+    expect(await exists(retired.id).catch(() => false)).toBe(false);
+
+    await deleteOrder(order);
+    await provider.delete!(live.id, live.outs);
+    expect(await exists(live.id).catch(() => false)).toBe(false);
+    await releaseOrder(order);
+  });
+
+  it("deletes when the order is being deleted, gone, or re-created (another uid) without this BMI", async () => {
     const deleting = await createOrder("order-deleting", { hold: true });
     const a = await bmiOf(deleting, "w-order-deleting");
     await setWorkers(deleting, [{ slot: "slot-w-order-deleting", phase: "Ready", bmi: { name: "w-order-deleting", id: a.id } }]);
@@ -181,7 +300,7 @@ describe("remove", () => {
 
     const live = await createOrder("order-recreated");
     const c = await bmiOf(live, "w-order-recreated", { ...live.guard("slot-c"), orderUid: "uid-of-the-earlier-order" });
-    await setWorkers(live, [{ slot: "slot-c", phase: "Ready", bmi: { name: "w-order-recreated", id: c.id } }]);
+    await setWorkers(live, [{ slot: "slot-c", phase: "Ready", bmi: { name: "w-order-recreated-2", id: "a-new-bmi" } }]);
     await provider.delete!(c.id, c.outs);
     expect(await exists(c.id).catch(() => false)).toBe(false);
   });
