@@ -16,7 +16,8 @@ import { runDir } from "../support/env";
 import { eventually } from "../support/eventually";
 import { emptyRecord, Lane, planNow, processIdentity, processState, commandLine, type StepRecord } from "./support";
 
-jest.setTimeout(600_000);
+// The lanes run in beforeAll: 28 steps took 500 s on a quiet 2-core CI machine; keep headroom for a busier one.
+jest.setTimeout(900_000);
 
 const INTERVAL_S = 2;
 /** Convergence bound after the restart, in timer ticks (INTERVAL_S each), and in `up` runs. */
