@@ -2,6 +2,7 @@
 // every match. The service pages over an unordered result, so consecutive pages may overlap or skip
 // objects; a listing that cannot prove it saw every match fails closed (InconsistentListError), because
 // a caller that took a partial list for the whole would treat the missing objects as gone.
+import { retry } from "../retry";
 
 export const MAX_PAGE_SIZE = 1000;
 
@@ -51,16 +52,10 @@ export async function collectPages<T>(fetch: PageFetcher<T>, opts: CollectOption
   const pageSize = o.pageSize ?? MAX_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new Error(`page size must be a positive integer, got ${pageSize}`);
   const state = { limit: Math.min(pageSize, MAX_PAGE_SIZE) };
-  let last: InconsistentListError | undefined;
-  for (let attempt = 0; attempt < Math.max(1, o.attempts ?? LIST_ATTEMPTS); attempt++) {
-    try {
-      return await collectOnce(fetch, state, o.key);
-    } catch (err) {
-      if (!(err instanceof InconsistentListError)) throw err;
-      last = err;
-    }
-  }
-  throw last!;
+  return retry(() => collectOnce(fetch, state, o.key), {
+    policy: { maxAttempts: Math.max(1, o.attempts ?? LIST_ATTEMPTS), initialDelayMs: 50, maxDelayMs: 200 },
+    retryable: (err) => err instanceof InconsistentListError,
+  });
 }
 
 async function collectOnce<T>(fetch: PageFetcher<T>, state: { limit: number }, key?: (item: T) => string): Promise<T[]> {

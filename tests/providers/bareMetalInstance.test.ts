@@ -1,43 +1,34 @@
 // The BareMetalInstance dynamic provider against an in-process fulfillment simulator. The provider
 // object's methods are called directly, through the same run-time loader the provider host uses.
-import * as fs from "node:fs";
-import * as path from "node:path";
 import { Filter, FulfillmentClient } from "../../clients/fulfillment";
 import { ORDER_LABEL } from "../../planner/names";
 import { bareMetalInstanceProvider as provider } from "../../providers/bareMetalInstance";
 import type { BareMetalInstanceInputs, BareMetalInstanceOutputs } from "../../providers/bareMetalInstance";
-import { RunningSimulator, startSimulator } from "../../lab/fulfillment/server";
-import { PROJECT_ROOT } from "../../automation/toolchain";
-import { ADMIN_TOKEN, eventually, SYSTEM_ITEM, tempDir, testSeed } from "../fulfillment/helpers";
+import type { RunningSimulator } from "../../lab/fulfillment/server";
+import { ADMIN_TOKEN, eventually } from "../fulfillment/helpers";
 import { parseCreateRejections } from "../../providers/createRejection";
 import { createOrder, setWorkers, type TestOrder } from "./orders";
+import { startProviderSimulator, type ProviderSimulator } from "./simulator";
 
 const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
 const ORDER = "9b0c1d2e-order-uid";
 const IGNITION = JSON.stringify({ ignition: { version: "3.4.0" }, secret: "assisted-pull-token-abc" });
 
 let sim: RunningSimulator;
-let dir: string;
 let tokenFile: string;
 let admin: FulfillmentClient;
 let catalogItemId: string;
 let order: TestOrder;
+let fixture: ProviderSimulator;
 
 beforeAll(async () => {
-  process.env.BMW_PROJECT_ROOT = PROJECT_ROOT;
   order = await createOrder();
-  dir = tempDir("bmi-provider");
-  sim = await startSimulator({ seed: testSeed(), stateDir: dir });
-  tokenFile = path.join(dir, "token");
-  fs.writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
-  admin = new FulfillmentClient({ address: sim.address, transport: { kind: "plaintext" }, tokenFile, deadlineMs: 5_000 });
-  catalogItemId = (await admin.catalogItems.list({ filter: Filter.nameEquals(SYSTEM_ITEM) })).items[0].id;
+  fixture = await startProviderSimulator("bmi-provider");
+  ({ sim, tokenFile, admin, catalogItemId } = fixture);
 });
 
 afterAll(async () => {
-  admin.close();
-  await sim.stop();
-  fs.rmSync(dir, { recursive: true, force: true });
+  await fixture.stop();
 });
 
 afterEach(() => {

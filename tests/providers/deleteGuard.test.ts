@@ -5,16 +5,15 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import * as path from "node:path";
 import fc from "fast-check";
-import { Filter, FulfillmentClient } from "../../clients/fulfillment";
-import { PROJECT_ROOT } from "../../automation/toolchain";
-import { RunningSimulator, startSimulator } from "../../lab/fulfillment/server";
+import type { FulfillmentClient } from "../../clients/fulfillment";
+import type { RunningSimulator } from "../../lab/fulfillment/server";
 import { ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder, WorkerPhase, WorkerStatus } from "../../planner/types";
 import { bareMetalInstanceProvider as provider } from "../../providers/bareMetalInstance";
 import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "../../providers/bareMetalInstance";
 import { deleteDecision, unguardedDeleteDecision } from "../../providers/bareMetalInstanceOps";
 import { parseDeleteRefusals } from "../../providers/deleteRefusal";
-import { ADMIN_TOKEN, SYSTEM_ITEM, tempDir, testSeed } from "../fulfillment/helpers";
+import { startProviderSimulator, type ProviderSimulator } from "./simulator";
 import { createOrder, deleteOrder, releaseOrder, setWorkers, type TestOrder } from "./orders";
 
 const PHASES: WorkerPhase[] = ["Provisioning", "WaitingForAgent", "Binding", "Ready", "Failed", "Unbinding", "Deleting"];
@@ -138,20 +137,15 @@ describe("remove", () => {
   let admin: FulfillmentClient;
   let catalogItemId: string;
 
+  let fixture: ProviderSimulator;
+
   beforeAll(async () => {
-    process.env.BMW_PROJECT_ROOT = PROJECT_ROOT;
-    dir = tempDir("bmi-guard");
-    sim = await startSimulator({ seed: testSeed(), stateDir: dir });
-    tokenFile = path.join(dir, "token");
-    fs.writeFileSync(tokenFile, `${ADMIN_TOKEN}\n`, { mode: 0o600 });
-    admin = new FulfillmentClient({ address: sim.address, transport: { kind: "plaintext" }, tokenFile, deadlineMs: 5_000 });
-    catalogItemId = (await admin.catalogItems.list({ filter: Filter.nameEquals(SYSTEM_ITEM) })).items[0].id;
+    fixture = await startProviderSimulator("bmi-guard");
+    ({ sim, dir, tokenFile, admin, catalogItemId } = fixture);
   });
 
   afterAll(async () => {
-    admin.close();
-    await sim.stop();
-    fs.rmSync(dir, { recursive: true, force: true });
+    await fixture.stop();
   });
 
   function inputs(name: string, guard: DeleteGuard | undefined): BareMetalInstanceInputs {
