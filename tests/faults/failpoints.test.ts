@@ -57,7 +57,8 @@ describe("failpoints", () => {
     const pidsFile = path.join(dir, "pids.json");
     const fp = JSON.stringify(path.join(PROJECT_ROOT, "automation", "failpoints.ts"));
     // root (group leader) → plugin (own group, like pulumi's plugins) → the failpoint fires in the plugin.
-    const plugin = `setTimeout(() => require(${fp}).failpoint("p.q"), 1500); setInterval(() => {}, 1000);`;
+    const go = path.join(dir, "tree-go");
+    const plugin = `setInterval(() => { if (require("node:fs").existsSync(${JSON.stringify(go)})) require(${fp}).failpoint("p.q"); }, 50);`;
     const root = `const { spawn } = require("node:child_process");
       process.env.BMW_FAILPOINT_PGID = String(process.pid);
       const c = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", "-e", ${JSON.stringify(plugin)}], { detached: true, stdio: "ignore" });
@@ -67,6 +68,7 @@ describe("failpoints", () => {
     const exited = startArmed(root, "p.q", fpDir);
     const pids = await eventually(async () => (fs.existsSync(pidsFile) ? (JSON.parse(fs.readFileSync(pidsFile, "utf8")) as number[]) : undefined), 20_000, 50);
     expect(pids.every(alive)).toBe(true);
+    fs.writeFileSync(go, "");
     await exited;
     await eventually(async () => (pids.every((p) => !alive(p)) ? true : undefined), 10_000, 50);
     expect(fs.existsSync(firedMarker(fpDir, "p.q"))).toBe(true);
@@ -79,7 +81,9 @@ describe("failpoints", () => {
     const fpDir = path.join(dir, "orphan");
     const pidsFile = path.join(dir, "orphan-pids.json");
     const fp = JSON.stringify(path.join(PROJECT_ROOT, "automation", "failpoints.ts"));
-    const inGroup = `setTimeout(() => require(${fp}).failpoint("g.h"), 2000); setInterval(() => {}, 1000);`;
+    const go = path.join(dir, "orphan-go");
+    // fires once the test has seen the tree it expects, not on a timer a loaded machine can outrun.
+    const inGroup = `setInterval(() => { if (require("node:fs").existsSync(${JSON.stringify(go)})) require(${fp}).failpoint("g.h"); }, 50);`;
     // middle starts a detached sleeper and exits at once: the sleeper is re-parented away from root.
     const middle = `const c = require("node:child_process").spawn("sleep", ["60"], { detached: true, stdio: "ignore" });
       require("node:fs").writeFileSync(${JSON.stringify(pidsFile + ".orphan")}, String(c.pid)); c.unref(); process.exit(0);`;
@@ -97,7 +101,10 @@ describe("failpoints", () => {
     }, 20_000, 50);
     expect(pids.every(alive)).toBe(true);
     const orphan = pids[3];
+    // middle writes the orphan's pid before it exits: wait for the re-parenting before the failpoint fires.
+    await eventually(async () => (processTree(pids[0]).includes(orphan) ? undefined : true), 10_000, 20);
     expect(processTree(pids[0])).not.toContain(orphan);
+    fs.writeFileSync(go, "");
     await exited;
     await eventually(async () => (pids.every((p) => !alive(p)) ? true : undefined), 10_000, 50);
     expect(fs.existsSync(firedMarker(fpDir, "g.h"))).toBe(true);
