@@ -1,4 +1,4 @@
-// The Pulumi program of one ClusterOrder's stack. The reconciler (automation/) runs it through the
+// The Pulumi program of one ClusterOrder's stack. The reconciler (controller/) runs it through the
 // Automation API on this on-disk project, so `pulumi preview` by an admin shows exactly what the loop
 // would apply. It observes, plans (planner/, pure), fences new BMI creates in the order's status, and
 // declares the resources the plan asks for.
@@ -8,10 +8,10 @@ import { Kube, loadKubeConfig } from "./clients/kube";
 import { ConflictError } from "./clients/kube";
 import { ClusterWorkers } from "./components/clusterWorkers";
 import { connectionOptions } from "./providers/bareMetalInstanceOps";
-import { failpoint, failpointDelay } from "./automation/failpoints";
-import { observe, parseOrderRef } from "./automation/observe";
-import { programSettings } from "./automation/settings";
-import { desiredSetOf, writeFence } from "./automation/status";
+import { failpoint, failpointDelay } from "./lib/failpoints";
+import { observe, parseOrderRef } from "./io/observe";
+import { programSettings } from "./config/settings";
+import { desiredSetOf, writeFence } from "./io/status";
 import { fingerprint, plan as makePlan, plannerConfigFromEnv } from "./planner";
 import { REASON_HOST_SAFETY_REFUSED } from "./planner/hostSafety";
 import { withPin } from "./planner/pin";

@@ -2,8 +2,8 @@
 // Agents one reconcile reads, listed for the whole namespace (before 2026-12-03) or by the order's
 // labels (`listOrderAgents`), alternating over the lab's orders, in one process.
 //   node -r ts-node/register/transpile-only bench/orderAgents.ts <lab dir> [orders]
-import { listOrderAgents } from "../automation/observe";
-import { programSettings } from "../automation/settings";
+import { listOrderAgents } from "../io/observe";
+import { programSettings } from "../config/settings";
 import { Kube, loadKubeConfig } from "../clients/kube";
 import { openLab } from "../lab";
 import type { ClusterOrder } from "../planner/types";

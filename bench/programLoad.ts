@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { PROJECT_ROOT } from "../automation/toolchain";
+import { PROJECT_ROOT } from "../stack/toolchain";
 import { median } from "./stats";
 
 export interface LoadVariant {

@@ -4,7 +4,7 @@
 // toolchain while every CLI process it spawns leaves a start and an end line.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import type { Toolchain } from "../automation/toolchain";
+import type { Toolchain } from "../stack/toolchain";
 
 export interface PulumiShim {
   cacheDir: string;

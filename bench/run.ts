@@ -22,10 +22,10 @@ import * as k8s from "@kubernetes/client-node";
 import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
 import yargs from "yargs";
 import { hideBin } from "yargs/helpers";
-import { programEnv } from "../automation/app";
-import { programSettings } from "../automation/settings";
-import { StackManager } from "../automation/stacks";
-import { PROJECT_ROOT, pulumiEnv, toolchain } from "../automation/toolchain";
+import { programEnv } from "../controller/app";
+import { programSettings } from "../config/settings";
+import { StackManager } from "../stack/stacks";
+import { PROJECT_ROOT, pulumiEnv, toolchain } from "../stack/toolchain";
 import { Filter, type FulfillmentClient } from "../clients/fulfillment";
 import { startLab, type Lab } from "../lab";
 import { ORDER_LABEL } from "../planner/names";
@@ -143,7 +143,7 @@ class Reconciler {
   constructor(env: NodeJS.ProcessEnv, o: Options, logFile: string) {
     this.logFile = logFile;
     const fd = fs.openSync(logFile, "a");
-    this.child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
+    this.child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
       "run", "--interval", String(o.interval), "--concurrency", String(o.concurrency), "--lease-namespace", "bmw-bench",
       "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd] });
     fs.closeSync(fd);

@@ -4,7 +4,8 @@
 // retry a delete of the old incarnation and a create of the new one rather than an update.
 import * as pulumi from "@pulumi/pulumi";
 import type { DesiredWorker } from "../planner/types";
-import { BareMetalInstanceResource, type FulfillmentConnection } from "../providers/bareMetalInstance";
+import { BareMetalInstanceResource } from "../providers/bareMetalInstance";
+import type { FulfillmentConnection } from "../config/settings";
 import { IMMUTABLE_INPUTS } from "../providers/bareMetalInstanceOps";
 import { AgentBinding } from "../providers/agentBinding";
 

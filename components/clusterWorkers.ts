@@ -5,7 +5,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { FIELD_MANAGER } from "../planner/names";
 import type { Plan } from "../planner/types";
-import type { FulfillmentConnection } from "../providers/bareMetalInstance";
+import type { FulfillmentConnection } from "../config/settings";
 import { BareMetalWorker } from "./bareMetalWorker";
 
 export interface ClusterWorkersArgs {

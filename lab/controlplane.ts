@@ -10,7 +10,7 @@ import * as https from "node:https";
 import * as net from "node:net";
 import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { Toolchain } from "../automation/toolchain";
+import { Toolchain } from "../stack/toolchain";
 
 export interface ExtraUser {
   token: string;

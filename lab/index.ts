@@ -8,7 +8,7 @@ import * as https from "node:https";
 import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import pino from "pino";
-import { PROJECT_ROOT, toolchain } from "../automation/toolchain";
+import { PROJECT_ROOT, toolchain } from "../stack/toolchain";
 import { FulfillmentClient } from "../clients/fulfillment/client";
 import type { ConnectionOptions } from "../clients/fulfillment/connection";
 import { freePort, installCrds, startControlPlane, stopControlPlane } from "./controlplane";

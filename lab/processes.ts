@@ -3,7 +3,7 @@
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { PROJECT_ROOT } from "../automation/toolchain";
+import { PROJECT_ROOT } from "../stack/toolchain";
 
 export function alive(pid: number | undefined): boolean {
   if (!pid) return false;

@@ -1,6 +1,6 @@
 // The planner's contract: a snapshot of everything observed about one ClusterOrder plus a clock in,
 // a plan (desired Pulumi resources, next status, events) out. No I/O crosses this boundary: the
-// observers in automation/ build a Snapshot, the program in index.ts declares what Plan asks for.
+// the observer (io/observe.ts) builds a Snapshot, the program in index.ts declares what Plan asks for.
 
 /** Phases of a worker slot (OSAC-2135 §3.1). */
 export type WorkerPhase =

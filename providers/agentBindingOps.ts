@@ -5,7 +5,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { isConflict, isNotFound, type Kube } from "../clients/kube";
 import type { AgentObject, AgentPatch } from "../clients/kube";
-import { failpoint } from "../automation/failpoints";
+import { failpoint } from "../lib/failpoints";
 import { AGENT_BAREMETAL_LABEL, ORDER_LABEL, UNBINDING_STATE, WORKER_NAME_LABEL } from "../planner/names";
 import type { DesiredBinding } from "../planner/types";
 import { kubeFor, UNKNOWN } from "./providerHost";

@@ -5,10 +5,11 @@
 // key, which Pulumi re-marks secret.
 import * as pulumi from "@pulumi/pulumi";
 import type { DesiredBmi, ObservedBmi } from "../planner/types";
-import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard, FulfillmentConnection } from "./bareMetalInstanceOps";
+import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "./bareMetalInstanceOps";
+import type { FulfillmentConnection } from "../config/settings";
 import { loadProjectModule } from "./loader";
 
-export type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard, FulfillmentConnection } from "./bareMetalInstanceOps";
+export type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "./bareMetalInstanceOps";
 
 type Ops = typeof import("./bareMetalInstanceOps");
 

@@ -11,25 +11,15 @@ import {
 import type { BareMetalInstance, BareMetalInstanceOut } from "../clients/fulfillment/types";
 import { observedBmi } from "../clients/fulfillment/observed";
 import { KubeError } from "../clients/kube";
-import { failpoint } from "../automation/failpoints";
+import { failpoint } from "../lib/failpoints";
 import { DNS_LABEL, ORDER_LABEL } from "../planner/names";
 import { redact } from "../planner/redact";
 import type { ClusterOrder, DesiredBmi, ObservedBmi, WorkerPhase } from "../planner/types";
 import { formatCreateRejection } from "./createRejection";
 import { formatDeleteRefusal } from "./deleteRefusal";
 import { kubeFor, UNKNOWN } from "./providerHost";
+import type { FulfillmentConnection } from "../config/settings";
 
-/** Where and how to reach the fulfillment-service: file paths only, never a token. */
-export interface FulfillmentConnection {
-  /** host:port of the private API. */
-  address: string;
-  /** CA bundle of the service (TLS); system roots when absent. */
-  caFile?: string;
-  /** File holding the bearer token; read on every call. */
-  tokenFile: string;
-  /** Loopback labs only. */
-  plaintext?: boolean;
-}
 
 /**
  * Where the provider checks, before any Delete, that the planner retired this BMI (invariant I1): the
@@ -392,7 +382,7 @@ async function checkDeleteAllowed(id: string, name: string, guard: DeleteGuard |
   if (!decision.allowed) throw refusal(id, name, guard.slot, decision.reason);
 }
 
-/** The program's hub kubeconfig, as the program itself finds it (automation/settings.ts). */
+/** The program's hub kubeconfig, as the program itself finds it (config/settings.ts). */
 const hubKubeconfig = () => process.env.BMW_KUBECONFIG || process.env.KUBECONFIG;
 
 async function checkUnguardedDelete(id: string, name: string, orderUid: string | undefined): Promise<void> {

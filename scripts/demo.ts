@@ -10,7 +10,7 @@ import { hideBin } from "yargs/helpers";
 import yargs from "yargs";
 import { defaultLabDir, startLab } from "../lab";
 import type { ClusterOrder } from "../planner/types";
-import { PROJECT_ROOT } from "../automation/toolchain";
+import { PROJECT_ROOT } from "../stack/toolchain";
 
 const NS = "demo";
 const NAME = "demo-cluster";
@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const logFile = path.join(lab.logsDir, "reconciler.log");
   const historyFile = path.join(lab.dir, "demo-history.txt");
   const log = fs.openSync(logFile, "a");
-  const reconciler = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
+  const reconciler = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
     "run", "--interval", "10", "--namespace", NS, "--lease-namespace", NS, "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", log, log] });
   process.stdout.write(`reconciler pid ${reconciler.pid}, log ${logFile}\n`);
 
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     await setCount(0, 2);
     await stage("scale down: compute 3 -> 2 (CAPI unbinds one Agent; its worker goes Unbinding -> Deleting)", settled(3));
     // The stack's history (our one-line summary per update), kept in a file: deleting the order removes its stack.
-    const history = spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
+    const history = spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
       "history", `${NS}/${NAME}`, "--quiet"], { cwd: PROJECT_ROOT, env, encoding: "utf8" });
     fs.writeFileSync(historyFile, history.stdout);
     process.stdout.write(`\n== stack history of ${NS}/${NAME} (also in ${historyFile})\n${history.stdout}`);

@@ -1,5 +1,5 @@
 // The service's view of one BareMetalInstance in the planner's words; the one translation used by the
-// observer (automation/observe.ts) and by the BMI provider's read/create outputs.
+// observer (io/observe.ts) and by the BMI provider's read/create outputs.
 import type { ObservedBmi, ObservedBmiSpec } from "../../planner/types";
 import { instanceTypeOf } from "./proposals";
 import type { BareMetalInstanceOut } from "./types";

@@ -7,9 +7,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as crypto from "node:crypto";
-import { App } from "../../automation/app";
-import type { OrderRef } from "../../automation/observe";
-import type { ReconcileResult } from "../../automation/reconcile";
+import { App } from "../../controller/app";
+import type { OrderRef } from "../../io/observe";
+import type { ReconcileResult } from "../../controller/reconcile";
 import type { FulfillmentClient } from "../../clients/fulfillment";
 import type { SampleNodeRequest, SampleOrder } from "../../lab";
 import { CLUSTER_VERSION_ID, CLUSTER_VERSION_WITHOUT_IMAGE_ID, labHosts, RELEASE_IMAGE } from "../../lab/world";

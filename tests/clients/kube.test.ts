@@ -6,7 +6,7 @@ import * as k8s from "@kubernetes/client-node";
 import {
   ConflictError, ForbiddenError, Kube, loadKubeConfig, NotFoundError, type AgentObject, type NodePoolObject,
 } from "../../clients/kube";
-import { listOrderAgents } from "../../automation/observe";
+import { listOrderAgents } from "../../io/observe";
 import { FIELD_MANAGER, INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { runDir } from "../support/env";

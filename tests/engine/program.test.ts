@@ -2,8 +2,8 @@
 // an `up` with nothing new changes nothing, a scale change gives the expected preview diff, and the
 // workers reach Ready through the reconcile path.
 import * as k8s from "@kubernetes/client-node";
-import { App } from "../../automation/app";
-import { reconcileOrder, refreshOffset } from "../../automation/reconcile";
+import { App } from "../../controller/app";
+import { reconcileOrder, refreshOffset } from "../../controller/reconcile";
 import { APPLIED_ANNOTATION, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { Filter } from "../../clients/fulfillment";

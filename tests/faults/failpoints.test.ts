@@ -5,8 +5,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { countHit, failpoint, firedMarker, parseFailpoints, processTree } from "../../automation/failpoints";
-import { PROJECT_ROOT } from "../../automation/toolchain";
+import { countHit, failpoint, firedMarker, parseFailpoints, processTree } from "../../lib/failpoints";
+import { PROJECT_ROOT } from "../../stack/toolchain";
 import { eventually } from "../support/eventually";
 import { processState } from "./support";
 
@@ -40,7 +40,7 @@ describe("failpoints", () => {
   });
 
   it("counts hits atomically across processes", async () => {
-    const script = `const { countHit } = require(${JSON.stringify(path.join(PROJECT_ROOT, "automation", "failpoints.ts"))});
+    const script = `const { countHit } = require(${JSON.stringify(path.join(PROJECT_ROOT, "lib", "failpoints.ts"))});
       const out = []; for (let i = 0; i < 20; i++) out.push(countHit(${JSON.stringify(dir)}, "shared")); console.log(JSON.stringify(out));`;
     const run = () => new Promise<number[]>((resolve, reject) => {
       const c = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", "-e", script], { cwd: PROJECT_ROOT });
@@ -55,7 +55,7 @@ describe("failpoints", () => {
   it("kills the reconciler's process group and every descendant, even one in a group of its own", async () => {
     const fpDir = path.join(dir, "tree");
     const pidsFile = path.join(dir, "pids.json");
-    const fp = JSON.stringify(path.join(PROJECT_ROOT, "automation", "failpoints.ts"));
+    const fp = JSON.stringify(path.join(PROJECT_ROOT, "lib", "failpoints.ts"));
     // root (group leader) → plugin (own group, like pulumi's plugins) → the failpoint fires in the plugin.
     const go = path.join(dir, "tree-go");
     const plugin = `setInterval(() => { if (require("node:fs").existsSync(${JSON.stringify(go)})) require(${fp}).failpoint("p.q"); }, 50);`;
@@ -80,7 +80,7 @@ describe("failpoints", () => {
   it("kills a detached process and an orphan re-parented out of the tree when the failpoint fires inside the group", async () => {
     const fpDir = path.join(dir, "orphan");
     const pidsFile = path.join(dir, "orphan-pids.json");
-    const fp = JSON.stringify(path.join(PROJECT_ROOT, "automation", "failpoints.ts"));
+    const fp = JSON.stringify(path.join(PROJECT_ROOT, "lib", "failpoints.ts"));
     const go = path.join(dir, "orphan-go");
     // fires once the test has seen the tree it expects, not on a timer a loaded machine can outrun.
     const inGroup = `setInterval(() => { if (require("node:fs").existsSync(${JSON.stringify(go)})) require(${fp}).failpoint("g.h"); }, 50);`;

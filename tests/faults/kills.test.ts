@@ -1,5 +1,5 @@
 // kill -9 of the reconciler (its whole process tree: reconciler, pulumi, language host, program,
-// dynamic-provider host) at named failpoints (automation/failpoints.ts) during creation, scale-up,
+// dynamic-provider host) at named failpoints (lib/failpoints.ts) during creation, scale-up,
 // scale-down and deletion of a ClusterOrder, then a restart without the failpoint. After each step:
 // no duplicate BMI, no orphaned BMI, no healthy worker deleted (a scale-down removes exactly the
 // expected number), convergence within MAX_TICKS timer ticks and MAX_UPS updates, nothing of the
@@ -9,7 +9,7 @@
 // side; each lane takes its order through the four phases, killed at a different point in each.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { firedMarker, parseFailpoints, processTree } from "../../automation/failpoints";
+import { firedMarker, parseFailpoints, processTree } from "../../lib/failpoints";
 import type { FulfillmentClient } from "../../clients/fulfillment";
 import { startLab, type Lab } from "../../lab";
 import { runDir } from "../support/env";

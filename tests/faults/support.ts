@@ -165,7 +165,7 @@ export class Lane {
 
 /** What the product's planner would declare for the lane's order right now (diagnostics on failure). */
 export async function planNow(lane: Lane): Promise<string> {
-  const { observe } = await import("../../automation/observe");
+  const { observe } = await import("../../io/observe");
   const { plan, plannerConfigFromEnv } = await import("../../planner");
   const { Kube } = await import("../../clients/kube");
   const obs = await observe({ kube: new Kube(lane.lab.kubeConfig()), fulfillment: lane.f, config: plannerConfigFromEnv(lane.env) },

@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { observe, type ObserveDeps, type Observation } from "../../automation/observe";
+import { observe, type ObserveDeps, type Observation } from "../../io/observe";
 import { FulfillmentClient, type BareMetalInstanceOut } from "../../clients/fulfillment";
 import type { Kube } from "../../clients/kube";
 import { type FulfillmentLabClient, loadLabProtos } from "../../lab/fulfillment/labProtos";

@@ -14,7 +14,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import fc from "fast-check";
-import { App } from "../../automation/app";
+import { App } from "../../controller/app";
 import { Filter, NotFoundError, type FulfillmentClient } from "../../clients/fulfillment";
 import { startLab, type Lab, world } from "../../lab";
 import { labControlClient } from "../../lab/labControl";
@@ -464,7 +464,7 @@ describe("host safety under random edits and list faults (property)", () => {
       case "nothing":
         return "";
       case "refreshDue": {
-        // What the loop's refresh timer does (automation/reconcile.ts): the remembered plan no longer counts.
+        // What the loop's refresh timer does (controller/reconcile.ts): the remembered plan no longer counts.
         const mem = app.memory.get(`${o.ref.namespace}/${o.ref.name}`);
         if (mem) mem.lastFingerprint = "the periodic refresh is due";
         return "refresh due";

@@ -6,7 +6,7 @@ import { AGENT_BAREMETAL_LABEL, NODE_SET_LABEL, ORDER_LABEL, UNBINDING_STATE, WO
 import { agentBindingProvider as provider } from "../../providers/agentBinding";
 import type { AgentBindingInputs, AgentBindingOutputs } from "../../providers/agentBinding";
 import { bind } from "../../providers/agentBindingOps";
-import { PROJECT_ROOT } from "../../automation/toolchain";
+import { PROJECT_ROOT } from "../../stack/toolchain";
 import { createTestNamespace, kubeConfig } from "../support/kube";
 
 const ORDER = "3c2b1a00-order-uid";

@@ -4,7 +4,7 @@
 // inputs.json holds one BareMetalInstanceInputs or an array of them (an empty array declares nothing).
 import * as fs from "node:fs";
 import { LocalWorkspace, PulumiCommand } from "@pulumi/pulumi/automation";
-import { PROJECT_ROOT, pulumiEnv, toolchain } from "../../automation/toolchain";
+import { PROJECT_ROOT, pulumiEnv, toolchain } from "../../stack/toolchain";
 import { BareMetalInstanceResource, type BareMetalInstanceInputs } from "../../providers/bareMetalInstance";
 
 async function main(): Promise<void> {

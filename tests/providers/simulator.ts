@@ -3,7 +3,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { Filter, FulfillmentClient } from "../../clients/fulfillment";
-import { PROJECT_ROOT } from "../../automation/toolchain";
+import { PROJECT_ROOT } from "../../stack/toolchain";
 import { type RunningSimulator, startSimulator } from "../../lab/fulfillment/server";
 import { ADMIN_TOKEN, SYSTEM_ITEM, tempDir, testSeed } from "../fulfillment/helpers";
 

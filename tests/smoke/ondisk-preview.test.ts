@@ -5,7 +5,7 @@ import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { PROJECT_ROOT, pulumiEnv, toolchain } from "../../automation/toolchain";
+import { PROJECT_ROOT, pulumiEnv, toolchain } from "../../stack/toolchain";
 
 function pulumi(args: string[], cwd: string, env: Record<string, string>): Promise<{ code: number; out: string }> {
   const tc = toolchain();

@@ -1,7 +1,7 @@
 // Locations shared by the test suite: where the control plane of this run lives and the CRD sources.
 import * as os from "node:os";
 import * as path from "node:path";
-import { PROJECT_ROOT } from "../../automation/toolchain";
+import { PROJECT_ROOT } from "../../stack/toolchain";
 
 /** The upstream CRDs, vendored in lab/crds (see its README for their origins). */
 export const SHARED_CRDS = path.join(PROJECT_ROOT, "lab", "crds");

@@ -2,7 +2,7 @@
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { assertToolchainBuilt, toolchain } from "../../automation/toolchain";
+import { assertToolchainBuilt, toolchain } from "../../stack/toolchain";
 import { startControlPlane } from "../../lab/controlplane";
 import { newRunDir, PROJECT_CRDS, SHARED_CRDS } from "./env";
 

@@ -4,8 +4,8 @@
 // engine's events (exact), the `--diff` text of `pulumi preview` / the Automation API, or the change
 // summary the `preview --output json` CLI prints (counts only).
 import type { EngineEvent, OpMap, OpType } from "@pulumi/pulumi/automation";
-import type { StackManager } from "../../automation/stacks";
-import type { OrderRef } from "../../automation/observe";
+import type { StackManager } from "../../stack/stacks";
+import type { OrderRef } from "../../io/observe";
 
 /** The BMI's type token: a dynamic resource of module `baremetal-workers` (providers/bareMetalInstance.ts). */
 export const BMI_TYPE = "pulumi-nodejs:dynamic/baremetal-workers:BareMetalInstance";

@@ -6,7 +6,7 @@ import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
-import { PROJECT_ROOT } from "../../automation/toolchain";
+import { PROJECT_ROOT } from "../../stack/toolchain";
 
 export const RECONCILER_MANIFEST = path.join(PROJECT_ROOT, "deploy", "reconciler.yaml");
 

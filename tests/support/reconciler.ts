@@ -3,7 +3,7 @@
 import { spawn, type ChildProcess, execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { PROJECT_ROOT } from "../../automation/toolchain";
+import { PROJECT_ROOT } from "../../stack/toolchain";
 import { runTs, type ChildResult } from "./run";
 
 export interface ReconcilerProcess {
@@ -19,7 +19,7 @@ export interface ReconcilerProcess {
 export function startReconciler(env: NodeJS.ProcessEnv, args: string[], logFile: string): ReconcilerProcess {
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const fd = fs.openSync(logFile, "a");
-  const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "automation", "cli.ts"),
+  const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
     "run", "--health-port", "0", ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
   fs.closeSync(fd);
   const pid = child.pid!;
@@ -67,5 +67,5 @@ export function pulumiPids(pgid: number): number[] {
 
 /** Runs one CLI command (`baremetal-workers <args>`) to completion. */
 export function cli(env: NodeJS.ProcessEnv, args: string[], timeoutMs = 240_000): Promise<ChildResult> {
-  return runTs("automation/cli.ts", args, env, timeoutMs);
+  return runTs("cli/main.ts", args, env, timeoutMs);
 }

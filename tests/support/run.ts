@@ -1,7 +1,7 @@
 // Runs a TypeScript entry point in a child Node process (same Node as the tests) and parses its JSON line.
 import { execFile } from "node:child_process";
 import * as path from "node:path";
-import { PROJECT_ROOT } from "../../automation/toolchain";
+import { PROJECT_ROOT } from "../../stack/toolchain";
 
 export interface ChildResult {
   stdout: string;

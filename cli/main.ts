@@ -1,0 +1,162 @@
+// `baremetal-workers`: the operators' verbs. run (the loop), reconcile/preview/status/history/rollback/
+// unpin on one ClusterOrder's stack, and the lab. Exit codes: 0 ok, 1 failure, 2 usage or refused.
+import yargs, { type Argv } from "yargs";
+import { hideBin } from "yargs/helpers";
+import { parseOrderRef } from "../io/observe";
+import type { AppOptions, StatusReport } from "../controller/app";
+
+interface CommonArgs {
+  "state-dir"?: string;
+  "backend-url"?: string;
+  "passphrase-file"?: string;
+  output: "table" | "json";
+  quiet?: boolean;
+}
+
+function appOptions(argv: CommonArgs): AppOptions {
+  return {
+    stateDir: argv["state-dir"], backendUrl: argv["backend-url"], passphraseFile: argv["passphrase-file"],
+    // The engine's own progress lines go to stderr; stdout stays for results.
+    onOutput: argv.quiet ? undefined : (chunk: string) => process.stderr.write(chunk),
+  };
+}
+
+function common<T>(y: Argv<T>) {
+  return y
+    .option("state-dir", { type: "string", describe: "directory of the file state backend (default $BMW_STATE_DIR or ~/.local/state/baremetal-workers/state)" })
+    .option("backend-url", { type: "string", describe: "any Pulumi DIY backend URL instead of the file backend (e.g. s3://bucket)" })
+    .option("passphrase-file", { type: "string", describe: "file holding the state passphrase (default $PULUMI_CONFIG_PASSPHRASE_FILE)" })
+    .option("output", { choices: ["table", "json"] as const, default: "table" as const, describe: "output format of listing commands" })
+    .option("quiet", { type: "boolean", default: false, describe: "no progress output of updates on stderr" });
+}
+
+function orderArg<T>(y: Argv<T>) {
+  return y.positional("order", { type: "string", demandOption: true, describe: "the ClusterOrder, <namespace>/<name>" });
+}
+
+/** Progress of long operations on stderr, so stdout stays machine-readable. */
+function progress(msg: string): void {
+  process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+}
+
+async function withApp<R>(argv: CommonArgs, fn: (app: import("../controller/app").App) => Promise<R>): Promise<R> {
+  const { createApp } = await import("../controller/app");
+  const app = await createApp(appOptions(argv));
+  try {
+    return await fn(app);
+  } finally {
+    app.close();
+  }
+}
+
+export function buildCli(args: string[]) {
+  return common(yargs(args))
+    .scriptName("baremetal-workers")
+    .usage("$0 <command>\n\nProvisions bare-metal workers of OSAC ClusterOrders as Pulumi resources.")
+    .command("run", "run the reconciliation loop (timer + watches, leader election, /metrics, /healthz, /readyz)",
+      (y) => y
+        .option("namespace", { type: "string", array: true, describe: "only ClusterOrders of these namespaces" })
+        .option("interval", { type: "number", default: 60, describe: "seconds between timer ticks" })
+        .option("concurrency", { type: "number", default: 4, describe: "stacks updated in parallel (pulumi runs)" })
+        .option("reconcile-concurrency", { type: "number",
+          describe: "orders observed and planned in parallel (default 16); at most --concurrency of them run pulumi at once" })
+        .option("health-port", { type: "number", default: 8080, describe: "port of /metrics, /healthz, /readyz (loopback unless --health-host)" })
+        .option("health-host", { type: "string", default: "127.0.0.1" })
+        .option("lease-namespace", { type: "string", default: "bmw-system", describe: "namespace of the leader-election Lease" })
+        .option("identity", { type: "string", describe: "this replica's identity in the Lease (default hostname-pid)" }),
+      async (argv) => {
+        const { runLoop } = await import("../controller/run");
+        await runLoop({ ...appOptions(argv), onOutput: undefined, namespaces: argv.namespace ?? [], intervalMs: argv.interval * 1000,
+          concurrency: argv.concurrency, reconcileConcurrency: argv["reconcile-concurrency"], healthPort: argv["health-port"], healthHost: argv["health-host"],
+          leaseNamespace: argv["lease-namespace"], identity: argv.identity });
+      })
+    .command("reconcile <order>", "reconcile one ClusterOrder once (observe, plan, pulumi up if needed, report)",
+      (y) => orderArg(y),
+      (argv) => withApp(argv, async (app) => {
+        const ref = parseOrderRef(argv.order);
+        progress(`reconciling ${argv.order}`);
+        const r = await app.reconcile(ref, progress);
+        if (argv.output === "json") console.log(JSON.stringify({ action: r.action, message: r.message, changes: r.up?.changes }));
+        else console.log(`${argv.order}: ${r.action}${r.message ? ` (${r.message})` : ""}` +
+          (r.up ? `; changes ${JSON.stringify(r.up.changes)} in ${Math.round(r.up.durationMs / 1000)} s` : ""));
+      }))
+    .command("preview <order>", "show the diff `pulumi up` would apply to the order's stack", (y) => orderArg(y),
+      (argv) => withApp(argv, async (app) => {
+        progress(`previewing ${argv.order}`);
+        const p = await app.preview(parseOrderRef(argv.order));
+        if (argv.output === "json") console.log(JSON.stringify(p.changeSummary));
+        else process.stdout.write(p.stdout);
+      }))
+    .command("status [order]", "table of workers (phase, attempts, next retry) and failing stack updates", (y) => y.positional("order", { type: "string" }),
+      (argv) => withApp(argv, async (app) => {
+        const report = await app.status(argv.order ? parseOrderRef(argv.order) : undefined);
+        if (argv.output === "json") console.log(JSON.stringify(report));
+        else console.log(formatStatus(report));
+      }))
+    .command("history <order>", "the stack's updates with our one-line summary of each", (y) => orderArg(y),
+      (argv) => withApp(argv, async (app) => {
+        const h = await app.history(parseOrderRef(argv.order));
+        if (argv.output === "json") console.log(JSON.stringify(h));
+        else console.log(formatTable(h.map((e) => ({ update: e.number, kind: e.kind, result: e.result, started: new Date(e.startTime).toISOString().slice(0, 19).replace("T", " "), summary: e.message }))));
+      }))
+    .command("rollback <order>", "re-apply the desired worker set recorded with an earlier update and pin it until `unpin`",
+      (y) => orderArg(y).option("to", { type: "number", demandOption: true, describe: "the update number (see `history`)" }),
+      (argv) => withApp(argv, async (app) => {
+        const r = await app.rollback(parseOrderRef(argv.order), argv.to, progress);
+        console.log(`${argv.order}: pinned to update ${argv.to} (${Object.entries(r.pin).map(([k, v]) => `${k}=${v}`).join(", ")}); ` +
+          `run \`baremetal-workers unpin ${argv.order}\` to follow the ClusterOrder again`);
+      }))
+    .command("unpin <order>", "drop a rollback pin: the stack follows the ClusterOrder's requests again", (y) => orderArg(y),
+      (argv) => withApp(argv, async (app) => {
+        await app.unpin(parseOrderRef(argv.order), progress);
+        console.log(`${argv.order}: unpinned`);
+      }))
+    .command("lab <action>", "the embedded lab: up | down | status | demo", (y) => y
+      .positional("action", { choices: ["up", "down", "status", "demo"] as const, demandOption: true })
+      .option("dir", { type: "string", describe: "lab state directory (default ~/.local/state/baremetal-workers/lab)" })
+      .option("timings", { choices: ["fast", "demo"] as const, default: "demo" as const }),
+    async (argv) => {
+      const { labCommand } = await import("./labCommand");
+      await labCommand(argv.action, { dir: argv.dir, timings: argv.timings, output: argv.output });
+    })
+    .demandCommand(1, "name a command; --help lists them")
+    .strict()
+    .fail((msg, err, y) => {
+      if (err) {
+        process.stderr.write(`error: ${err.message}\n`);
+        process.exit(err.name === "RefusedError" ? 2 : 1);
+      }
+      process.stderr.write(`${y.help()}\n\n${msg}\n`);
+      process.exit(2);
+    })
+    .help();
+}
+
+/** The workers table, then the orders whose stack updates fail: since when, why, which update. */
+export function formatStatus(report: StatusReport): string {
+  const out = [formatTable(report.workers.map((r) => ({ ...r })))];
+  if (report.updateFailures.length > 0) {
+    out.push("", "UPDATE FAILED", formatTable(report.updateFailures.map((f) => ({ order: f.order, since: f.since, reason: f.reason, message: f.message }))));
+  }
+  if (report.drift.length > 0) {
+    out.push("", "CREATE-ONLY DRIFT (live BMIs kept; new incarnations get the requested value)",
+      formatTable(report.drift.map((d) => ({ order: d.order, worker: d.slot, bmi: d.bmiName, field: d.field, live: d.live, requested: d.requested }))));
+  }
+  if (report.driftUnknown?.length) {
+    out.push("", "DRIFT UNKNOWN", formatTable(report.driftUnknown.map((u) => ({ order: u.order, reason: u.message }))));
+  }
+  return out.join("\n");
+}
+
+export function formatTable(rows: Record<string, unknown>[]): string {
+  if (rows.length === 0) return "(none)";
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const cell = (v: unknown) => (v === undefined || v === null ? "-" : String(v));
+  const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r[c]).length)));
+  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join("  ").trimEnd();
+  return [line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => cell(r[c]))))].join("\n");
+}
+
+if (require.main === module) {
+  void buildCli(hideBin(process.argv)).parseAsync();
+}

@@ -1,0 +1,319 @@
+// Wiring: builds the one Kubernetes access layer, the one fulfillment client and the stack manager from
+// flags and environment, and offers the operators' verbs on top of them (the CLI is a thin shell).
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { FulfillmentClient } from "../clients/fulfillment";
+import { Kube, loadKubeConfig } from "../clients/kube";
+import { plan as makePlan, plannerConfigFromEnv } from "../planner";
+import { COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
+import type { ClusterOrder, Condition, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
+import { observe, OrderNotFoundError, type OrderRef } from "../io/observe";
+import { ObserveCache } from "../io/observeCache";
+import {
+  reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
+} from "./reconcile";
+import { connectionOptions } from "../providers/bareMetalInstanceOps";
+import { programSettings, type ProgramSettings } from "../config/settings";
+import { Slots } from "./slots";
+import { type HistoryEntry, isLockedError, missingUpdateMessage, type PreviewResult, StackManager } from "../stack/stacks";
+
+export interface AppOptions {
+  stateDir?: string;
+  backendUrl?: string;
+  passphraseFile?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Receives the engine's output of updates, refreshes and destroys (the CLI's progress display). */
+  onOutput?: (chunk: string) => void;
+  /** Told about every fulfillment-service call attempt ("BareMetalInstances/List", "OK"): the reconciler's metrics. */
+  onFulfillmentCall?: (method: string, code: string) => void;
+  /** Bounds the pulumi runs (update, destroy, recovery) of this process: the loop's `--concurrency`. */
+  updateSlots?: Slots;
+  /** Receives workers' provisioning and Agent-correlation durations (the loop's metrics). */
+  durations?: WorkerDurations;
+}
+
+/** Refusals are user errors (exit code 2), not failures. */
+export class RefusedError extends Error {
+  override name = "RefusedError";
+}
+
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.BMW_STATE_DIR || path.join(env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state"), "baremetal-workers", "state");
+}
+
+/** The passphrase file: given, from the environment, or (for a local state dir only) generated once beside it. */
+function passphraseFileFor(opts: AppOptions, stateDir: string, env: NodeJS.ProcessEnv): string {
+  const given = opts.passphraseFile || env.PULUMI_CONFIG_PASSPHRASE_FILE;
+  if (given) return given;
+  if (opts.backendUrl) throw new RefusedError("a remote backend needs --passphrase-file (or PULUMI_CONFIG_PASSPHRASE_FILE)");
+  const file = `${stateDir}.passphrase`;
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, crypto.randomBytes(24).toString("base64"), { mode: 0o600 });
+  }
+  return file;
+}
+
+/** The BMW_* environment every pulumi process of a stack gets (paths, never secrets). */
+export function programEnv(settings: ProgramSettings, env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  // Every BMW_* setting reaches the program and its providers (they are paths and durations, never secrets).
+  for (const [k, v] of Object.entries(env)) if (/^BMW_[A-Z0-9_]+$/.test(k) && v !== undefined && v !== "") out[k] = v;
+  out.BMW_KUBECONFIG = path.resolve(settings.kubeconfigPath);
+  return out;
+}
+
+const PIN_KEY = "pin";
+
+/** The desired set is recorded at the start of every update message: "desired compute=3,gpu=1; ...". */
+export function parseDesired(message: string): Record<string, number> | undefined {
+  const m = /^desired ([^;]*);/.exec(message);
+  if (!m) return undefined;
+  const out: Record<string, number> = {};
+  for (const part of m[1].split(",").filter((p) => p.trim() !== "")) {
+    const kv = /^\s*([^=\s]+)=(\d+)\s*$/.exec(part);
+    if (!kv) return undefined;
+    out[kv[1]] = Number(kv[2]);
+  }
+  return out;
+}
+
+export interface StatusRow {
+  order: string;
+  worker: string;
+  nodeSet: string;
+  phase: string;
+  bmi?: string;
+  attempts: number;
+  nextRetry?: string;
+  reason?: string;
+}
+
+export function statusRows(order: string, workers: WorkerStatus[]): StatusRow[] {
+  return workers.map((w) => ({
+    order, worker: w.name, nodeSet: w.nodeSet, phase: w.phase, bmi: w.bareMetalInstance?.name,
+    attempts: w.attemptCount ?? 0, nextRetry: w.nextRetryTime, reason: w.lastFailureReason,
+  }));
+}
+
+/** A failing stack update of an order, as its UpdateFailed condition says. */
+export interface UpdateFailureRow {
+  order: string;
+  /** lastTransitionTime: since when updates of the order fail. */
+  since?: string;
+  reason: string;
+  /** Which update failed and why (secret-free). */
+  message: string;
+}
+
+export interface StatusReport {
+  workers: StatusRow[];
+  /** Orders whose last update failed (UpdateFailed=True). */
+  updateFailures: UpdateFailureRow[];
+  /** Create-only inputs of live BMIs that differ from the request (kept as they are; only new incarnations change). */
+  drift: (WorkerDrift & { order: string })[];
+  /** Drifting orders whose drift could not be observed this time (deleted meanwhile, service unreadable). */
+  driftUnknown?: { order: string; message: string }[];
+}
+
+/** Drift observations of `status` run at once: each is a full observation of one order. */
+export const STATUS_DRIFT_CONCURRENCY = 4;
+
+/**
+ * The drift of every order, at most `concurrency` observations at a time. An order that cannot be
+ * observed (deleted during the command, an unreadable service) gets a note, not a failed command.
+ */
+export async function driftReport<O extends { metadata: { namespace: string; name: string } }>(
+  orders: readonly O[], driftOf: (order: O) => Promise<WorkerDrift[]>, concurrency = STATUS_DRIFT_CONCURRENCY,
+): Promise<Pick<StatusReport, "drift" | "driftUnknown">> {
+  const slots = new Slots(concurrency);
+  const results = await Promise.all(orders.map((o) => slots.run(async () => {
+    const order = `${o.metadata.namespace}/${o.metadata.name}`;
+    try {
+      return { drift: (await driftOf(o)).map((d) => ({ order, ...d })) };
+    } catch (err) {
+      const message = err instanceof OrderNotFoundError ? "the ClusterOrder was deleted meanwhile"
+        : `drift unknown: ${err instanceof Error ? err.message : String(err)}`;
+      return { drift: [], unknown: { order, message } };
+    }
+  })));
+  const driftUnknown = results.flatMap((r) => (r.unknown ? [r.unknown] : []));
+  return { drift: results.flatMap((r) => r.drift), ...(driftUnknown.length ? { driftUnknown } : {}) };
+}
+
+export function updateFailureRows(order: string, conditions: Condition[] | undefined): UpdateFailureRow[] {
+  const c = (conditions ?? []).find((x) => x.type === COND_UPDATE_FAILED && x.status === "True");
+  return c ? [{ order, since: c.lastTransitionTime, reason: c.reason, message: c.message }] : [];
+}
+
+export class App {
+  readonly kube: Kube;
+  readonly fulfillment: FulfillmentClient;
+  readonly stacks: StackManager;
+  readonly config: PlannerConfig;
+  readonly settings: ProgramSettings;
+  /** The program digest, computed once per process (it reads every program file). */
+  private digest?: string;
+  readonly memory = new Map<string, OrderMemory>();
+  readonly observeCache = new ObserveCache();
+  readonly stateDir: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly onOutput?: (chunk: string) => void;
+  private readonly updateSlots?: Slots;
+  private readonly durations?: WorkerDurations;
+
+  constructor(opts: AppOptions = {}) {
+    const env = opts.env ?? process.env;
+    this.env = env;
+    this.onOutput = opts.onOutput;
+    this.updateSlots = opts.updateSlots;
+    this.durations = opts.durations;
+    this.settings = programSettings(env);
+    this.config = plannerConfigFromEnv(env);
+    this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
+    const onCall = opts.onFulfillmentCall;
+    this.fulfillment = new FulfillmentClient({
+      ...connectionOptions(this.settings.fulfillment),
+      // "/osac.private.v1.BareMetalInstances/List" -> "BareMetalInstances/List": a small, fixed label set.
+      onCall: onCall && ((method, code) => onCall(method.slice(method.lastIndexOf(".") + 1), code)),
+    });
+    this.stateDir = opts.stateDir ?? defaultStateDir(env);
+    this.stacks = new StackManager({
+      // Stack config files (Pulumi.<stack>.yaml) go beside Pulumi.yaml, so `pulumi preview` works from the
+      // repository root; a pod, whose image is read-only, points BMW_WORK_DIR at its state volume.
+      workDir: env.BMW_WORK_DIR || undefined,
+      stateDir: opts.backendUrl ? undefined : this.stateDir,
+      backendUrl: opts.backendUrl,
+      passphraseFile: passphraseFileFor(opts, this.stateDir, env),
+      envVars: programEnv(this.settings, env),
+    });
+  }
+
+  runner(): StackRunner {
+    const stacks = this.stacks;
+    const onOutput = this.onOutput;
+    const slots = this.updateSlots;
+    const inSlot = <T>(fn: () => Promise<T>) => (slots ? slots.run(fn) : fn());
+    return {
+      up: (ref, o) => inSlot(async () => {
+        await stacks.recover(ref);
+        return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh });
+      }),
+      destroy: (ref) => inSlot(async () => {
+        await stacks.recover(ref);
+        await stacks.destroy(ref, { message: "destroy: the ClusterOrder is being deleted", onOutput });
+      }),
+      async removeStack(ref) {
+        await stacks.removeStack(ref);
+      },
+      // The settings the program parses (config/settings.ts, the planner's config), not the raw environment.
+      programDigest: () => (this.digest ??= stacks.programDigest({ settings: this.settings, planner: this.config })),
+      async pinnedNodeSets(ref) {
+        if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
+        const raw = await stacks.getConfig(ref, PIN_KEY);
+        if (!raw || raw === "null") return undefined;
+        return JSON.parse(raw) as Record<string, number>;
+      },
+    };
+  }
+
+  reconcileDeps(): ReconcileDeps {
+    return {
+      kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
+      ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory, observeCache: this.observeCache,
+      refreshIntervalMs: Number(this.env.BMW_REFRESH_INTERVAL_MS ?? 3_600_000),
+      progressReportMs: Number(this.env.BMW_PROGRESS_REPORT_MS ?? 10_000),
+      durations: this.durations,
+    };
+  }
+
+  async reconcile(ref: OrderRef, progress: (m: string) => void = () => undefined): Promise<ReconcileResult> {
+    const r = await reconcileOrder(this.reconcileDeps(), ref);
+    progress(`${ref.namespace}/${ref.name}: ${r.action}`);
+    return r;
+  }
+
+  async preview(ref: OrderRef): Promise<PreviewResult> {
+    await this.mustExist(ref);
+    return this.stacks.preview(ref);
+  }
+
+  async status(ref?: OrderRef): Promise<StatusReport> {
+    const orders = ref ? [await this.mustExist(ref)] : await this.kube.listClusterOrders();
+    const name = (o: (typeof orders)[number]) => `${o.metadata.namespace}/${o.metadata.name}`;
+    const drifting = orders.filter((o) => (o.status?.conditions ?? []).some((c) => c.type === COND_WORKER_SPEC_DRIFT && c.status === "True"));
+    return {
+      workers: orders.flatMap((o) => statusRows(name(o), o.status?.workers ?? [])),
+      updateFailures: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions)),
+      ...(await driftReport(drifting, (o) => this.driftOf(o))),
+    };
+  }
+
+  /**
+   * Per worker, which create-only field differs and how: observed and planned now. Reads only: the
+   * observation creates nothing (not even a missing system catalog item).
+   */
+  private async driftOf(order: ClusterOrder): Promise<WorkerDrift[]> {
+    const { snapshot, fulfillmentError } = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
+      ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache, createCatalogItem: false },
+    { namespace: order.metadata.namespace, name: order.metadata.name });
+    // Without the BMIs there is no drift to compute: say so rather than report none.
+    if (snapshot.bmis === undefined) throw new Error(`the fulfillment-service could not be read (${fulfillmentError})`);
+    return makePlan(snapshot).drift ?? [];
+  }
+
+  async history(ref: OrderRef): Promise<HistoryEntry[]> {
+    if (!(await this.stacks.stackExists(ref))) throw new RefusedError(`no stack for ${ref.namespace}/${ref.name} yet`);
+    return this.stacks.history(ref);
+  }
+
+  async rollback(ref: OrderRef, update: number, progress: (m: string) => void = () => undefined): Promise<{ pin: Record<string, number>; result: ReconcileResult }> {
+    const entries = await this.history(ref);
+    const entry = entries.find((e) => e.number === update);
+    if (!entry) throw new RefusedError(missingUpdateMessage(update, entries));
+    if (entry.kind !== "update") throw new RefusedError(`update ${update} is a ${entry.kind}, not an update: nothing to restore`);
+    const pin = parseDesired(entry.message);
+    if (!pin) throw new RefusedError(`update ${update} carries no recorded desired worker set (message: '${entry.message}')`);
+    const order = await this.mustExist(ref);
+    const sets = new Set((order.spec.nodeRequests ?? []).map((r) => r.nodeSet));
+    const unknown = Object.keys(pin).filter((s) => !sets.has(s));
+    if (unknown.length) throw new RefusedError(`update ${update} names node sets the ClusterOrder no longer has: ${unknown.join(", ")}`);
+    progress(`pinning ${ref.namespace}/${ref.name} to ${JSON.stringify(pin)}`);
+    await this.stacks.setConfig(ref, { [PIN_KEY]: { value: JSON.stringify(pin) } });
+    return { pin, result: await this.applyNow(ref, progress) };
+  }
+
+  async unpin(ref: OrderRef, progress: (m: string) => void = () => undefined): Promise<ReconcileResult> {
+    await this.stacks.setConfig(ref, { [PIN_KEY]: { value: "null" } });
+    return this.applyNow(ref, progress);
+  }
+
+  /** Reconciles at once, unless a running reconciler holds the stack: it applies the change itself. */
+  private async applyNow(ref: OrderRef, progress: (m: string) => void): Promise<ReconcileResult> {
+    this.memory.delete(`${ref.namespace}/${ref.name}`);
+    try {
+      return await this.reconcile(ref, progress);
+    } catch (err) {
+      if (!isLockedError(err)) throw err;
+      const message = "the stack is being updated by a running reconciler, which applies the change on its next pass";
+      progress(message);
+      return { action: "requeue", message };
+    }
+  }
+
+  private async mustExist(ref: OrderRef) {
+    const o = await this.kube.getClusterOrder(ref.namespace, ref.name);
+    if (!o) throw new RefusedError(`ClusterOrder ${ref.namespace}/${ref.name} does not exist`);
+    return o;
+  }
+
+  close(): void {
+    this.fulfillment.close();
+  }
+}
+
+export async function createApp(opts: AppOptions = {}): Promise<App> {
+  return new App(opts);
+}

@@ -1,0 +1,124 @@
+// `baremetal-workers run`: the reconciler process of the pod. Leader election through a Lease (a
+// standby replica waits), the loop, status/events per reconcile, metrics and health endpoints, and an
+// orderly shutdown on SIGTERM (finish running updates, release the Lease).
+import * as os from "node:os";
+import { type AppOptions, createApp } from "./app";
+import { startHealthServer, Heartbeat, electionCheck, kubeReachable, allOf } from "./health";
+import { defaultIdentity, LeaderElector } from "./leader";
+import { createLogger } from "../lib/logger";
+import { ReconcileLoop } from "./loop";
+import { ReconcilerMetrics, type OrderWorkerCounts } from "./metrics";
+import { Slots } from "./slots";
+import { loadKubeConfig } from "../clients/kube";
+
+export const DEFAULT_RECONCILE_CONCURRENCY = 16;
+
+export interface RunOptions extends AppOptions {
+  namespaces: string[];
+  intervalMs: number;
+  /** Stacks updated at once (pulumi runs). */
+  concurrency: number;
+  /** Orders reconciled at once (observation, planning, status); at least `concurrency`. Default 16. */
+  reconcileConcurrency?: number;
+  healthPort: number;
+  healthHost: string;
+  leaseNamespace: string;
+  identity?: string;
+  /** Resolves when the loop should stop (tests); default: SIGTERM/SIGINT. */
+  until?: Promise<void>;
+}
+
+export async function runLoop(opts: RunOptions): Promise<void> {
+  process.env.BMW_FAILPOINT_PGID = String(process.pid); // fault suite: started detached, so our pid is our process group
+  const log = createLogger({ name: "reconciler" });
+  const updateSlots = new Slots(opts.concurrency);
+  let stateBytes: () => Promise<number> | undefined = () => undefined;
+  const metrics = new ReconcilerMetrics({ updateSlots, stateBytes: () => stateBytes() });
+  const app = await createApp({ ...opts, updateSlots, durations: metrics,
+    onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
+  stateBytes = () => app.stacks.stateBytes();
+  const counts = new Map<string, OrderWorkerCounts>();
+  const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
+  const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
+  const elector = new LeaderElector({
+    client: app.kube, namespace: opts.leaseNamespace, name: "baremetal-workers", identity, logger: log,
+    onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
+    onStoppedLeading: () => {
+      // The next leader clears our stack locks once it holds the Lease: nothing of ours may still run then.
+      app.stacks.abortRunning();
+      log.warn({ identity }, "lost leadership: standing by");
+    },
+  });
+  app.stacks.setLeaseOwner({ identity, isHolderGone: (holder) => elector.isHolderGone(holder), isLeading: () => elector.isLeading() });
+  let passStart = metrics.totals();
+  const loop = new ReconcileLoop({
+    kube: app.kube,
+    namespaces: opts.namespaces,
+    intervalMs: opts.intervalMs,
+    concurrency: Math.max(opts.reconcileConcurrency ?? DEFAULT_RECONCILE_CONCURRENCY, opts.concurrency),
+    isLeader: () => elector.isLeading(),
+    log: (level, msg, fields) => log[level](fields ?? {}, msg),
+    onTick: () => {
+      heartbeat.beat();
+      passStart = metrics.totals();
+    },
+    onPass: ({ orders, durationMs }) => {
+      metrics.passDuration.set(durationMs / 1000);
+      void Promise.all([passStart, metrics.totals()]).then(([a, b]) => log.info({ orders, durationMs,
+        ups: b.ups - a.ups, skipped: b.skipped - a.skipped, fulfillmentCalls: b.fulfillmentCalls - a.fulfillmentCalls }, "pass complete"));
+    },
+    reconcile: async (ref) => {
+      const done = metrics.startReconcile();
+      const started = Date.now();
+      try {
+        const r = await app.reconcile(ref);
+        done(r.action === "skipped" ? "skipped" : "success");
+        if (r.action === "skipped") metrics.countSkipped();
+        if (r.up) metrics.countUp("succeeded");
+        const k = `${ref.namespace}/${ref.name}`;
+        if (r.plan && r.action !== "deleted" && r.action !== "gone") {
+          // An order's tenant does not change: read it once, not on every reconcile.
+          let tenant = counts.get(k)?.tenant;
+          if (!tenant) {
+            const order = await app.kube.getClusterOrder(ref.namespace, ref.name);
+            tenant = order?.metadata.annotations?.["osac.openshift.io/tenant"] ?? "unknown";
+          }
+          counts.set(k, {
+            tenant,
+            desired: r.plan.status.desiredWorkers, ready: r.plan.status.readyWorkers,
+            failed: r.plan.status.workers.filter((w) => w.phase === "Failed").length,
+          });
+        } else {
+          counts.delete(k);
+        }
+        metrics.setWorkerGauges(counts.values());
+        log.info({ order: k, action: r.action, changes: r.up?.changes, upMs: r.up?.durationMs, durationMs: Date.now() - started,
+          message: r.message }, "reconciled");
+        return r;
+      } catch (err) {
+        done("error");
+        throw err;
+      }
+    },
+  });
+  const kc = loadKubeConfig(app.settings.kubeconfigPath);
+  const health = await startHealthServer({
+    port: opts.healthPort, host: opts.healthHost, metrics,
+    liveness: () => heartbeat.check(),
+    readiness: async () => allOf({ kube: await kubeReachable(kc), election: electionCheck(elector) }),
+  });
+  log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir }, "reconciler started");
+  elector.start();
+  await loop.start();
+  const stop = opts.until ?? new Promise<void>((resolve) => {
+    process.once("SIGTERM", () => resolve());
+    process.once("SIGINT", () => resolve());
+  });
+  await stop;
+  log.info("stopping: finishing running updates");
+  loop.stop();
+  await loop.drain();
+  await elector.stop();
+  await health.close();
+  app.close();
+}

@@ -1,0 +1,272 @@
+// Recovery after a runner died mid-operation (kill -9, OOM, node loss).
+//
+// 1. Locks. A Pulumi DIY (file) backend locks a stack with a plain file,
+//    <state>/.pulumi/locks/organization/<project>/<stack>/<uuid>.json = {pid, username, hostname,
+//    timestamp}, with no lease: a killed `pulumi` leaves it forever and every later operation fails
+//    with "the stack is currently locked". `pulumi cancel` would delete *every* lock of the stack,
+//    including one held by a live process, so we never call it. Instead each lock file is judged on
+//    its own: stale when its host is ours and its pid is gone (or now belongs to a process that is
+//    not pulumi, i.e. the pid was reused), or when it is older than a bound (a lock of another host
+//    whose liveness we cannot check), or when the caller knows that host is gone, or when the
+//    process that took it ran for a leader that no longer holds the Lease. Only those files are
+//    deleted.
+//
+//    Pulumi's lock file cannot carry our leader identity, so whoever starts a pulumi process while
+//    leading writes a holder record beside the state, <state>/.bmw/lock-holders/<hostname>--<pid>.json
+//    = {identity, stack, startedAt}, keyed by the host and pid the lock file names, and removes it
+//    when the process exits. A lock of another host whose holder record names a leader that has lost
+//    the Lease (it changed hands, which happens only after that leader's lease expired or it
+//    released it) is recovered at once instead of after the age bound. A lock without a record
+//    (an admin's CLI run) never is.
+//
+// 2. Pending operations. Before each provider call the engine records a pending operation in the
+//    checkpoint; a kill leaves them behind. Pending updates and deletes are harmless (the next `up`
+//    drops them and re-diffs), but a pending *create* is carried forward, and the engine cannot know
+//    whether the real object was made. We clear all pending operations by exporting the state,
+//    emptying `pending_operations` and importing it back (a pure state edit: no provider calls, so it
+//    works while the fulfillment-service is down, unlike `refresh --clear-pending-creates`). The
+//    next `up` then calls `create` again for those resources, and every create of this program is
+//    idempotent: the BareMetalInstance provider lists by name/label before creating and adopts an
+//    existing BMI (clients/fulfillment createOrAdopt), and @pulumi/kubernetes' server-side apply
+//    upserts an existing object. So a create cut off by a kill can never duplicate a BMI.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { procStat } from "../lib/procfs";
+
+export interface DiyLock {
+  file: string;
+  pid: number;
+  username: string;
+  hostname: string;
+  timestamp: Date;
+  /** Leader identity of the process that took the lock, from its holder record (see the header). */
+  holder?: string;
+}
+
+/** Who started a pulumi process: the Lease identity it acted for. */
+export interface LockHolder {
+  identity: string;
+  hostname: string;
+  pid: number;
+  stack: string;
+  startedAt: Date;
+}
+
+export interface LockAssessment {
+  lock: DiyLock;
+  stale: boolean;
+  reason: string;
+}
+
+export interface StaleLockPolicy {
+  /** Our host name; default os.hostname(). */
+  hostname?: string;
+  /** A lock older than this is stale whatever its host. Default 2 h (longer than any sane `up`). */
+  maxAgeMs?: number;
+  now?: () => number;
+  /** Whether pid runs a pulumi process on this host; default checks /proc. */
+  isPulumiAlive?: (pid: number) => boolean;
+  /** Optional knowledge about other hosts (e.g. "no pod of that name exists"). */
+  isHostGone?: (hostname: string) => boolean;
+  /**
+   * Whether the leader `identity` certainly no longer runs anything: it lost the Lease (LeaderElector.isHolderGone).
+   * Must be false whenever that leader's Lease may still be live.
+   */
+  isHolderGone?: (identity: string) => boolean;
+}
+
+export const DEFAULT_MAX_LOCK_AGE_MS = 2 * 60 * 60 * 1000;
+
+/**
+ * A holder record matches a lock only when the lock was taken after the process started, and soon after: a
+ * later process that reuses the pid (a restarted container) is not mistaken for the recorded one.
+ */
+const HOLDER_MATCH_WINDOW_MS = 10 * 60 * 1000;
+/** Both times come from the same host's clock; this only absorbs the lock file's second rounding. */
+const HOLDER_CLOCK_SLACK_MS = 2000;
+
+export function lockHolderDir(stateDir: string): string {
+  return path.join(stateDir, ".bmw", "lock-holders");
+}
+
+function holderFile(stateDir: string, hostname: string, pid: number): string {
+  return path.join(lockHolderDir(stateDir), `${hostname.replace(/[^A-Za-z0-9._-]/g, "_")}--${pid}.json`);
+}
+
+/** Records that `holder.pid` on `holder.hostname` acts for the leader `holder.identity` (atomic write). */
+export function recordLockHolder(stateDir: string, holder: LockHolder): void {
+  const file = holderFile(stateDir, holder.hostname, holder.pid);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify({ ...holder, startedAt: holder.startedAt.toISOString() }));
+  fs.renameSync(tmp, file);
+}
+
+export function forgetLockHolder(stateDir: string, hostname: string, pid: number): void {
+  fs.rmSync(holderFile(stateDir, hostname, pid), { force: true });
+}
+
+/** The leader identity recorded for the process that took `lock` on `stack`, if any. */
+export function lockHolderOf(stateDir: string, stack: string, lock: Pick<DiyLock, "hostname" | "pid" | "timestamp">): string | undefined {
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(fs.readFileSync(holderFile(stateDir, lock.hostname, lock.pid), "utf8")) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (typeof o.identity !== "string" || o.identity === "" || o.stack !== stack || o.hostname !== lock.hostname || o.pid !== lock.pid) return undefined;
+  const started = new Date(typeof o.startedAt === "string" ? o.startedAt : NaN).getTime();
+  const lockedAt = lock.timestamp.getTime();
+  if (!Number.isFinite(started) || lockedAt < started - HOLDER_CLOCK_SLACK_MS || lockedAt - started > HOLDER_MATCH_WINDOW_MS) return undefined;
+  return o.identity;
+}
+
+/** The state directory of a file:// backend URL, or undefined for any other backend. */
+export function stateDirOf(backendUrl: string): string | undefined {
+  if (!backendUrl.startsWith("file://")) return undefined;
+  const rest = backendUrl.slice("file://".length).split("?")[0];
+  if (rest.startsWith("~")) return path.join(os.homedir(), rest.slice(1));
+  return path.resolve(rest);
+}
+
+export function stackLockDir(stateDir: string, project: string, stack: string): string {
+  return path.join(stateDir, ".pulumi", "locks", "organization", project, stack);
+}
+
+export function readLocks(stateDir: string, project: string, stack: string): DiyLock[] {
+  const dir = stackLockDir(stateDir, project, stack);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir).filter((n) => n.endsWith(".json"));
+  } catch {
+    return [];
+  }
+  const locks: DiyLock[] = [];
+  for (const n of names) {
+    const file = path.join(dir, n);
+    try {
+      const raw: unknown = JSON.parse(fs.readFileSync(file, "utf8"));
+      const o = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
+      const lock: DiyLock = {
+        file,
+        pid: typeof o.pid === "number" ? o.pid : -1,
+        username: typeof o.username === "string" ? o.username : "",
+        hostname: typeof o.hostname === "string" ? o.hostname : "",
+        timestamp: new Date(typeof o.timestamp === "string" ? o.timestamp : 0),
+      };
+      const holder = lockHolderOf(stateDir, stack, lock);
+      locks.push(holder === undefined ? lock : { ...lock, holder });
+    } catch {
+      // Removed meanwhile (its owner finished) or half-written by a live writer: not ours to judge.
+    }
+  }
+  return locks;
+}
+
+/** True when pid exists, is not a zombie, and runs pulumi (guards against pid reuse). */
+export function pulumiProcessAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  if (!fs.existsSync("/proc/self")) return true; // no procfs: trust kill(0)
+  const stat = procStat(pid);
+  if (!stat || stat.state === "Z" || stat.state === "X") return false;
+  try {
+    const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return path.basename(cmdline[0] ?? "").startsWith("pulumi");
+  } catch {
+    return false;
+  }
+}
+
+export function assessLock(lock: DiyLock, policy: StaleLockPolicy = {}): LockAssessment {
+  const host = policy.hostname ?? os.hostname();
+  const now = (policy.now ?? Date.now)();
+  const maxAge = policy.maxAgeMs ?? DEFAULT_MAX_LOCK_AGE_MS;
+  const alive = policy.isPulumiAlive ?? pulumiProcessAlive;
+  const age = now - lock.timestamp.getTime();
+  const who = `pid ${lock.pid} on ${lock.hostname || "?"}`;
+  if (lock.hostname === host) {
+    return alive(lock.pid)
+      ? { lock, stale: false, reason: `held by live ${who}` }
+      : { lock, stale: true, reason: `${who} is no longer running` };
+  }
+  if (policy.isHostGone?.(lock.hostname)) return { lock, stale: true, reason: `host of ${who} is gone` };
+  if (lock.holder !== undefined && policy.isHolderGone?.(lock.holder)) {
+    return { lock, stale: true, reason: `${who} ran for leader ${lock.holder}, which no longer holds the Lease` };
+  }
+  if (age > maxAge) return { lock, stale: true, reason: `${who} is ${Math.round(age / 1000)} s old (bound ${maxAge / 1000} s)` };
+  return { lock, stale: false, reason: `held by ${who} on another host, ${Math.round(age / 1000)} s old` };
+}
+
+export interface LockSweep {
+  cleared: LockAssessment[];
+  held: LockAssessment[];
+}
+
+/** Deletes exactly the stale lock files of a stack; live ones are reported, never touched. */
+export function clearStaleLocks(stateDir: string, project: string, stack: string, policy: StaleLockPolicy = {}): LockSweep {
+  const sweep: LockSweep = { cleared: [], held: [] };
+  for (const lock of readLocks(stateDir, project, stack)) {
+    const a = assessLock(lock, policy);
+    if (!a.stale) {
+      sweep.held.push(a);
+      continue;
+    }
+    fs.rmSync(lock.file, { force: true });
+    forgetLockHolder(stateDir, lock.hostname, lock.pid);
+    sweep.cleared.push(a);
+  }
+  return sweep;
+}
+
+export interface PendingOperation {
+  /** creating | updating | deleting | reading | importing */
+  type: string;
+  urn: string;
+  resourceType: string;
+}
+
+/** The part of an Automation API Stack this module needs (export and import of the latest state). */
+export interface DeploymentStore {
+  exportStack(): Promise<{ version: number; deployment: unknown }>;
+  importStack(state: { version: number; deployment: unknown }): Promise<void>;
+}
+
+export function pendingOperationsOf(deployment: unknown): PendingOperation[] {
+  const d = (deployment && typeof deployment === "object" ? deployment : {}) as Record<string, unknown>;
+  const ops = Array.isArray(d.pending_operations) ? (d.pending_operations as unknown[]) : [];
+  return ops.map((op) => {
+    const o = (op && typeof op === "object" ? op : {}) as Record<string, unknown>;
+    const r = (o.resource && typeof o.resource === "object" ? o.resource : {}) as Record<string, unknown>;
+    return {
+      type: typeof o.type === "string" ? o.type : "unknown",
+      urn: typeof r.urn === "string" ? r.urn : "",
+      resourceType: typeof r.type === "string" ? r.type : "",
+    };
+  });
+}
+
+/**
+ * Removes every pending operation from the stack's latest state (see the header for why this never
+ * duplicates a BMI). Must run with the stack unlocked and no other runner. Returns what was removed.
+ */
+export async function resolvePendingOperations(stack: DeploymentStore): Promise<PendingOperation[]> {
+  const state = await stack.exportStack();
+  const pending = pendingOperationsOf(state.deployment);
+  if (pending.length === 0) return [];
+  const deployment = { ...(state.deployment as Record<string, unknown>) };
+  delete deployment.pending_operations;
+  await stack.importStack({ ...state, deployment });
+  return pending;
+}
+
+/** Processes of `pulumi` that hold locks of this stack on this host (for diagnostics). */
+export function describeLocks(locks: DiyLock[]): string {
+  return locks.map((l) => `${path.basename(l.file)}: pid ${l.pid} ${l.username}@${l.hostname} since ${l.timestamp.toISOString()}`).join("; ");
+}
+

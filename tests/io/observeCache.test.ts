@@ -1,0 +1,38 @@
+// The reconciler's observation cache: shared loads, TTLs, failures never kept.
+import { ObserveCache } from "../../io/observeCache";
+import type { IgnitionFetch } from "../../planner/types";
+
+describe("ObserveCache", () => {
+  it("loads the shared catalog once per TTL, shares a load in flight, and forgets a failed load", async () => {
+    let t = 0;
+    let loads = 0;
+    const cache = new ObserveCache({ catalogTtlMs: 1_000, now: () => t });
+    const load = async () => ++loads;
+    expect(await Promise.all([cache.catalog(load), cache.catalog(load)])).toEqual([1, 1]);
+    t = 999;
+    expect(await cache.catalog(load)).toBe(1);
+    t = 1_000;
+    expect(await cache.catalog(load)).toBe(2);
+    t = 5_000;
+    await expect(cache.catalog(async () => Promise.reject(new Error("UNAVAILABLE")))).rejects.toThrow("UNAVAILABLE");
+    expect(await cache.catalog(load)).toBe(3); // the failure was not kept
+  });
+
+  it("keeps a good ignition per key for its TTL and never keeps a refusal", async () => {
+    let t = 0;
+    let fetches = 0;
+    const cache = new ObserveCache({ ignitionTtlMs: 60_000, now: () => t });
+    const good = async (): Promise<IgnitionFetch> => ({ ok: true, content: `{"n":${++fetches}}`, bytes: 8 });
+    const bad = async (): Promise<IgnitionFetch> => ({ ok: false, reason: "Timeout", message: `timed out ${++fetches}` });
+    const a = await cache.ignition("uid/1/https://x", good);
+    expect(await cache.ignition("uid/1/https://x", good)).toBe(a);
+    // A new resourceVersion of the InfraEnv is a new key: fetched again at once.
+    expect(await cache.ignition("uid/2/https://x", good)).not.toBe(a);
+    t = 60_000;
+    expect((await cache.ignition("uid/1/https://x", good)) as { content: string }).toEqual(expect.objectContaining({ content: '{"n":3}' }));
+    const refused = await cache.ignition("uid/3/https://y", bad);
+    expect(refused.ok).toBe(false);
+    await new Promise((r) => setImmediate(r));
+    expect(await cache.ignition("uid/3/https://y", bad)).toEqual(expect.objectContaining({ message: "timed out 5" }));
+  });
+});
