@@ -2,7 +2,15 @@
 # Builds the offline toolchain from the Go module proxy into a cache outside the repository:
 #   pulumi CLI, pulumi-language-nodejs, the pulumi-resource-pulumi-nodejs shim,
 #   pulumi-resource-kubernetes (installed into PULUMI_HOME), kube-apiserver, kube-controller-manager and etcd.
-# Every piece is keyed by version and skipped when already built and verified.
+# Every piece is keyed by version and skipped when already built and verified. A piece of the pinned
+# version already on this machine is used instead of building it (linked into the cache), found in:
+#   pulumi CLI              $BMW_PULUMI_BIN, `pulumi` on PATH, ~/.pulumi/bin (checked by `pulumi version`)
+#   pulumi-language-nodejs  beside that CLI (a release ships both together; the host has no version flag)
+#   kubernetes plugin       $PULUMI_HOME or ~/.pulumi: plugins/resource-kubernetes-v<version> (pulumi's own layout)
+#   kube-apiserver, kube-controller-manager, etcd
+#                           $KUBEBUILDER_ASSETS (envtest's layout), PATH, /usr/local/kubebuilder/bin
+#                           (checked by --version)
+# BMW_TOOLCHAIN_BUILD_ONLY=1 ignores them and builds everything from the Go module proxy.
 # Usage: scripts/toolchain.sh [all|pulumi|langhost|shim|kubernetes-provider|apiserver|controller-manager|etcd|env]...
 set -euo pipefail
 
@@ -52,6 +60,33 @@ step() {
   printf '%s seconds=%s peak_rss_kib=%s\n' "$name" "$((t1 - t0))" "$rss" >>"$LOGS/timings.txt"
 }
 
+# adopt NAME DEST CHECK CANDIDATE...: links DEST to the first existing candidate for which `CHECK candidate`
+# succeeds; returns 1 when none does (the caller then builds).
+adopt() {
+  local name="$1" dest="$2" check="$3" c; shift 3
+  [[ "${BMW_TOOLCHAIN_BUILD_ONLY:-}" == 1 ]] && return 1
+  for c in "$@"; do
+    [[ -n "$c" && -x "$c" && ! "$c" -ef "$dest" ]] || continue
+    "$check" "$c" || continue
+    mkdir -p "$(dirname "$dest")"
+    ln -sfn "$(readlink -f "$c")" "$dest"
+    log "$name: using $(readlink -f "$c") (pinned version found on this machine)"
+    printf '%s adopted=%s\n' "$name" "$(readlink -f "$c")" >>"$LOGS/timings.txt" 2>/dev/null || true
+    return 0
+  done
+  return 1
+}
+
+pulumi_is_pinned() { [[ "$("$1" version 2>/dev/null)" == "v$PULUMI_VERSION" ]]; }
+k8s_is_pinned() { grep -qx "Kubernetes v$K8S_VERSION" <<<"$("$1" --version 2>/dev/null)"; }
+etcd_is_pinned() { grep -q "etcd Version: $ETCD_VERSION" <<<"$("$1" --version 2>/dev/null)"; }
+exists() { [[ -x "$1" ]]; }
+
+# Candidates for a Kubernetes test binary, in envtest's order of precedence.
+k8s_candidates() {
+  printf '%s\n' "${KUBEBUILDER_ASSETS:+$KUBEBUILDER_ASSETS/$1}" "$(command -v "$1" 2>/dev/null || true)" "/usr/local/kubebuilder/bin/$1"
+}
+
 gomod_json() { # gomod_json MODULE@VERSION FIELD
   go mod download -json "$1" | node -e '
     let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);
@@ -88,7 +123,8 @@ build_pulumi() {
   if [[ -x "$bin" && "$("$bin" version 2>/dev/null)" == "v$PULUMI_VERSION" ]]; then
     log "pulumi v$PULUMI_VERSION present"; return
   fi
-  mkdir -p "$PULUMI_ROOT/bin"
+  mkdir -p "$PULUMI_ROOT/bin" "$LOGS"
+  adopt pulumi "$bin" pulumi_is_pinned "${BMW_PULUMI_BIN:-}" "$(command -v pulumi 2>/dev/null || true)" "$HOME/.pulumi/bin/pulumi" && return
   local d="$WORK/pulumi-cli"
   fresh_module "$d" bmwbuild/pulumi-cli
   step "pulumi-cli-$PULUMI_VERSION" bash -c "cd '$d' && go mod edit -replace '$CLIP' \
@@ -107,7 +143,11 @@ build_langhost() {
   if [[ -x "$bin" && -f "$bin.stamp" && "$(cat "$bin.stamp")" == "$PULUMI_VERSION" ]]; then
     log "pulumi-language-nodejs present"; return
   fi
-  mkdir -p "$PULUMI_ROOT/bin"
+  mkdir -p "$PULUMI_ROOT/bin" "$LOGS"
+  local cli="$PULUMI_ROOT/bin/pulumi"
+  if [[ -L "$cli" ]] && adopt pulumi-language-nodejs "$bin" exists "$(dirname "$(readlink -f "$cli")")/pulumi-language-nodejs"; then
+    echo "$PULUMI_VERSION" >"$bin.stamp"; return
+  fi
   local d="$WORK/pulumi-langhost"
   step "pulumi-language-nodejs-$PULUMI_VERSION" bash -c "'$HERE/langhost-source.sh' '$d' '$PULUMI_VERSION' \
     && cd '$d' && go build -trimpath -tags '$PULUMI_TAGS' -ldflags '$PULUMI_LDFLAGS' -o '$bin.tmp' . && mv '$bin.tmp' '$bin'"
@@ -133,7 +173,13 @@ build_kubernetes_provider() {
   local bin="$KPROV_BIN/pulumi-resource-kubernetes"
   local want="$KUBERNETES_PROVIDER_VERSION $KUBERNETES_PROVIDER_MODULE"
   if ! [[ -x "$bin" && "$(cat "$bin.stamp" 2>/dev/null)" == "$want" ]]; then
-    mkdir -p "$KPROV_BIN"
+    mkdir -p "$KPROV_BIN" "$LOGS"
+    local plug="plugins/resource-kubernetes-v$KUBERNETES_PROVIDER_VERSION/pulumi-resource-kubernetes"
+    if adopt pulumi-resource-kubernetes "$bin" exists "${PULUMI_HOME:+$PULUMI_HOME/$plug}" "$HOME/.pulumi/$plug"; then
+      echo "$want" >"$bin.stamp"
+    fi
+  fi
+  if ! [[ -x "$bin" && "$(cat "$bin.stamp" 2>/dev/null)" == "$want" ]]; then
     local pdir sdir d="$WORK/pulumi-kubernetes-provider"
     pdir=$(gomod_json "github.com/pulumi/pulumi-kubernetes/provider/v4@$KUBERNETES_PROVIDER_MODULE" Dir) \
       || die "Go module proxy did not serve pulumi-kubernetes/provider/v4@$KUBERNETES_PROVIDER_MODULE"
@@ -163,7 +209,9 @@ build_apiserver() {
   if [[ -x "$bin" ]] && grep -qx "Kubernetes v$K8S_VERSION" <<<"$("$bin" --version 2>/dev/null)"; then
     log "kube-apiserver v$K8S_VERSION present"; return
   fi
-  mkdir -p "$K8S_BIN"
+  mkdir -p "$K8S_BIN" "$LOGS"
+  # shellcheck disable=SC2046
+  adopt kube-apiserver "$bin" k8s_is_pinned $(k8s_candidates kube-apiserver) && return
   local d="$WORK/kube-apiserver" kgomod minor
   fresh_module "$d" bmwbuild/kube-apiserver
   kgomod=$(gomod_json "k8s.io/kubernetes@v$K8S_VERSION" GoMod) || die "Go module proxy did not serve k8s.io/kubernetes@v$K8S_VERSION"
@@ -190,7 +238,11 @@ build_controller_manager() {
   if [[ -x "$bin" ]] && grep -qx "Kubernetes v$K8S_VERSION" <<<"$("$bin" --version 2>/dev/null)"; then
     log "kube-controller-manager v$K8S_VERSION present"; return
   fi
-  [[ -f "$WORK/kube-apiserver/go.mod" ]] || { rm -f "$K8S_BIN/kube-apiserver"; build_apiserver; }
+  mkdir -p "$K8S_BIN" "$LOGS"
+  # shellcheck disable=SC2046
+  adopt kube-controller-manager "$bin" k8s_is_pinned $(k8s_candidates kube-controller-manager) && return
+  # Building needs the apiserver's Go module: build that apiserver too, even if one was found.
+  [[ -f "$WORK/kube-apiserver/go.mod" ]] || { rm -f "$K8S_BIN/kube-apiserver"; BMW_TOOLCHAIN_BUILD_ONLY=1 build_apiserver; }
   local minor V=k8s.io/component-base/version d="$WORK/kube-apiserver"
   minor=$(cut -d. -f2 <<<"$K8S_VERSION")
   step "kube-controller-manager-$K8S_VERSION" bash -c "cd '$d' && go get k8s.io/kubernetes/cmd/kube-controller-manager@v$K8S_VERSION \
@@ -206,7 +258,9 @@ build_etcd() {
   if [[ -x "$bin" ]] && grep -q "etcd Version: $ETCD_VERSION" <<<"$("$bin" --version 2>/dev/null)"; then
     log "etcd $ETCD_VERSION present"; return
   fi
-  mkdir -p "$ETCD_BIN"
+  mkdir -p "$ETCD_BIN" "$LOGS"
+  # shellcheck disable=SC2046
+  adopt etcd "$bin" etcd_is_pinned $(k8s_candidates etcd) && return
   local d="$WORK/etcd"
   fresh_module "$d" bmwbuild/etcd
   # etcd's own version string comes from its module (api/v3/version), so no -X is needed.
