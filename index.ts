@@ -1,36 +1,46 @@
 // The Pulumi program of one ClusterOrder's stack. The reconciler (controller/) runs it through the
 // Automation API on this on-disk project, so `pulumi preview` by an admin shows exactly what the loop
-// would apply. It observes, plans (planner/, pure), fences new BMI creates in the order's status, and
-// declares the resources the plan asks for.
+// would apply. It plans (planner/, pure) from the reconciler's observation when the reconciler hands one
+// over and the order has not changed since, else from its own (io/programPlan.ts), fences new BMI
+// creates in the order's status, and declares the resources the plan asks for.
 import * as pulumi from "@pulumi/pulumi";
 import { FulfillmentClient } from "./clients/fulfillment";
 import { Kube, loadKubeConfig } from "./clients/kube";
 import { ConflictError } from "./clients/kube";
 import { ClusterWorkers } from "./components/clusterWorkers";
-import { connectionOptions } from "./providers/bareMetalInstanceOps";
+import { connectionOptions } from "./providers/fulfillmentConnection";
 import { failpoint, failpointDelay } from "./lib/failpoints";
 import { observe, parseOrderRef } from "./io/observe";
-import { programSettings } from "./config/settings";
-import { desiredSetOf, writeFence } from "./io/status";
-import { fingerprint, plan as makePlan, plannerConfigFromEnv } from "./planner";
+import { HANDOFF_FILE_ENV } from "./io/handoff";
+import { programPlan } from "./io/programPlan";
+import { fetchIgnition } from "./clients/ignition";
+import { settings as programSideSettings } from "./config/settings";
+import { writeFence } from "./io/status";
+import { fingerprint } from "./planner";
 import { REASON_HOST_SAFETY_REFUSED } from "./planner/hostSafety";
-import { withPin } from "./planner/pin";
+import { parsePin } from "./planner/pin";
 
 export = async () => {
   const config = new pulumi.Config();
   const ref = parseOrderRef(config.require("clusterOrder"));
-  const settings = programSettings(process.env);
+  // Parsed once, by the same parser the reconciler and the provider host use (config/settings.ts).
+  const all = programSideSettings(process.env);
+  const { program: settings, planner: plannerConfig } = all;
   const kube = new Kube(loadKubeConfig(settings.kubeconfigPath));
-  const fulfillment = new FulfillmentClient(connectionOptions(settings.fulfillment));
+  const fulfillment = new FulfillmentClient(connectionOptions(settings.fulfillment, all.provider));
   try {
-    // A preview only looks: the system catalog item is created by a real update (or the reconciler), never by `pulumi preview`.
-    const { snapshot, fulfillmentError } = await observe({
-      kube, fulfillment, config: plannerConfigFromEnv(process.env), ignitionCaFile: settings.ignitionCaFile,
-      createCatalogItem: !pulumi.runtime.isDryRun(),
-    }, ref);
     // A rollback pin (stack config `pin`, set by `baremetal-workers rollback`) overrides requested counts.
-    const pin = config.getObject<Record<string, number>>("pin");
-    const plan = makePlan({ ...snapshot, order: withPin(snapshot.order, pin) });
+    const rawPin = config.get("pin");
+    const pin = rawPin && rawPin !== "null" ? parsePin(rawPin) : undefined;
+    const { snapshot, fulfillmentError, plan } = await programPlan({
+      kube,
+      config: plannerConfig,
+      // A preview only looks: the system catalog item is created by a real update (or the reconciler), never by `pulumi preview`.
+      observe: () => observe({ kube, fulfillment, config: plannerConfig, ignitionCaFile: settings.ignitionCaFile,
+        createCatalogItem: !pulumi.runtime.isDryRun() }, ref),
+      loadIgnition: (url) => fetchIgnition(url, { caFile: settings.ignitionCaFile, maxBytes: plannerConfig.ignitionMaxBytes }),
+      log: (message) => pulumi.log.info(message),
+    }, ref, process.env[HANDOFF_FILE_ENV] || undefined, pin);
     if (snapshot.bmis === undefined) {
       // Declaring from an unknown BMI list could delete or duplicate workers: change nothing instead.
       throw new Error(`the fulfillment-service could not be read (${fulfillmentError}); ` +
@@ -70,7 +80,6 @@ export = async () => {
     });
     return {
       clusterOrder: `${ref.namespace}/${ref.name}`,
-      desiredSet: desiredSetOf(withPin(snapshot.order, pin), plan, workers),
       // What this update declared; the loop skips the next `up` while its own plan hashes the same.
       fingerprint: fingerprint({ ...plan, workers }),
     };

@@ -3,6 +3,7 @@
 import yargs, { type Argv } from "yargs";
 import { hideBin } from "yargs/helpers";
 import { parseOrderRef } from "../io/observe";
+import { LOOP_DEFAULTS, loopSettings } from "../config/loopSettings";
 import type { AppOptions, StatusReport } from "../controller/app";
 
 interface CommonArgs {
@@ -49,27 +50,34 @@ async function withApp<R>(argv: CommonArgs, fn: (app: import("../controller/app"
   }
 }
 
-export function buildCli(args: string[]) {
-  return common(yargs(args))
-    .scriptName("baremetal-workers")
-    .usage("$0 <command>\n\nProvisions bare-metal workers of OSAC ClusterOrders as Pulumi resources.")
+type Cli = ReturnType<typeof common<object>>;
+
+/** `run`: the reconciler's loop; its flags are validated by config/loopSettings.ts. */
+function runCommand(cli: Cli): Cli {
+  return cli
     .command("run", "run the reconciliation loop (timer + watches, leader election, /metrics, /healthz, /readyz)",
       (y) => y
         .option("namespace", { type: "string", array: true, describe: "only ClusterOrders of these namespaces" })
-        .option("interval", { type: "number", default: 60, describe: "seconds between timer ticks" })
-        .option("concurrency", { type: "number", default: 4, describe: "stacks updated in parallel (pulumi runs)" })
+        .option("interval", { type: "number", default: LOOP_DEFAULTS.intervalSeconds, describe: "seconds between timer ticks" })
+        .option("concurrency", { type: "number", default: LOOP_DEFAULTS.concurrency, describe: "stacks updated in parallel (pulumi runs)" })
         .option("reconcile-concurrency", { type: "number",
-          describe: "orders observed and planned in parallel (default 16); at most --concurrency of them run pulumi at once" })
-        .option("health-port", { type: "number", default: 8080, describe: "port of /metrics, /healthz, /readyz (loopback unless --health-host)" })
-        .option("health-host", { type: "string", default: "127.0.0.1" })
-        .option("lease-namespace", { type: "string", default: "bmw-system", describe: "namespace of the leader-election Lease" })
+          describe: `orders observed and planned in parallel (default ${LOOP_DEFAULTS.reconcileConcurrency}); at most --concurrency of them run pulumi at once` })
+        .option("health-port", { type: "number", default: LOOP_DEFAULTS.healthPort, describe: "port of /metrics, /healthz, /readyz (loopback unless --health-host)" })
+        .option("health-host", { type: "string", default: LOOP_DEFAULTS.healthHost })
+        .option("lease-namespace", { type: "string", default: LOOP_DEFAULTS.leaseNamespace, describe: "namespace of the leader-election Lease" })
         .option("identity", { type: "string", describe: "this replica's identity in the Lease (default hostname-pid)" }),
       async (argv) => {
         const { runLoop } = await import("../controller/run");
-        await runLoop({ ...appOptions(argv), onOutput: undefined, namespaces: argv.namespace ?? [], intervalMs: argv.interval * 1000,
-          concurrency: argv.concurrency, reconcileConcurrency: argv["reconcile-concurrency"], healthPort: argv["health-port"], healthHost: argv["health-host"],
+        const loop = loopSettings({ namespace: argv.namespace, interval: argv.interval, concurrency: argv.concurrency,
+          reconcileConcurrency: argv["reconcile-concurrency"], healthPort: argv["health-port"], healthHost: argv["health-host"],
           leaseNamespace: argv["lease-namespace"], identity: argv.identity });
-      })
+        await runLoop({ ...appOptions(argv), onOutput: undefined, ...loop });
+      });
+}
+
+/** The verbs on one ClusterOrder's stack, and `status`. */
+function orderCommands(cli: Cli): Cli {
+  return cli
     .command("reconcile <order>", "reconcile one ClusterOrder once (observe, plan, pulumi up if needed, report)",
       (y) => orderArg(y),
       (argv) => withApp(argv, async (app) => {
@@ -110,7 +118,14 @@ export function buildCli(args: string[]) {
       (argv) => withApp(argv, async (app) => {
         await app.unpin(parseOrderRef(argv.order), progress);
         console.log(`${argv.order}: unpinned`);
-      }))
+      }));
+}
+
+export function buildCli(args: string[]) {
+  const cli = common(yargs(args))
+    .scriptName("baremetal-workers")
+    .usage("$0 <command>\n\nProvisions bare-metal workers of OSAC ClusterOrders as Pulumi resources.");
+  return orderCommands(runCommand(cli))
     .command("lab <action>", "the embedded lab: up | down | status | demo", (y) => y
       .positional("action", { choices: ["up", "down", "status", "demo"] as const, demandOption: true })
       .option("dir", { type: "string", describe: "lab state directory (default ~/.local/state/baremetal-workers/lab)" })

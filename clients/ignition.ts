@@ -4,6 +4,7 @@
 // and the body is read at most to maxBytes + 1 so the planner can decide about oversize content.
 import * as fs from "node:fs";
 import * as https from "node:https";
+import { USER_DATA_HARD_LIMIT_BYTES } from "../planner/config";
 import type { IgnitionFetch } from "../planner/types";
 
 export interface IgnitionFetchOptions {
@@ -13,12 +14,11 @@ export interface IgnitionFetchOptions {
   ca?: string | Buffer;
   /** Whole-request bound: connect, headers and body. */
   timeoutMs?: number;
-  /** Larger bodies fail with TooLarge. */
+  /** Larger bodies fail with TooLarge; by default the service's user_data limit. */
   maxBytes?: number;
 }
 
 export const DEFAULT_IGNITION_TIMEOUT_MS = 10_000;
-export const DEFAULT_IGNITION_MAX_BYTES = 65_536;
 
 const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EPIPE"]);
 
@@ -46,7 +46,7 @@ export async function fetchIgnition(rawUrl: string, opts: IgnitionFetchOptions =
       return fail("Unreachable", `cannot read the ignition CA file ${opts.caFile}: ${(err as NodeJS.ErrnoException).code ?? "error"}`);
     }
   }
-  return get(url, ca, opts.timeoutMs ?? DEFAULT_IGNITION_TIMEOUT_MS, opts.maxBytes ?? DEFAULT_IGNITION_MAX_BYTES);
+  return get(url, ca, opts.timeoutMs ?? DEFAULT_IGNITION_TIMEOUT_MS, opts.maxBytes ?? USER_DATA_HARD_LIMIT_BYTES);
 }
 
 function get(url: URL, ca: string | Buffer | undefined, timeoutMs: number, maxBytes: number): Promise<IgnitionFetch> {

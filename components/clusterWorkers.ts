@@ -45,7 +45,8 @@ export class ClusterWorkers extends pulumi.ComponentResource {
           pullSecretRef: { name: ie.pullSecretName },
           ...(ie.sshAuthorizedKey ? { sshAuthorizedKey: ie.sshAuthorizedKey } : {}),
         },
-      }, { parent: this, provider, deleteBeforeReplace: true });
+        // status carries the discovery URLs, whose api_key opens the ignition (pull secret inside).
+      }, { parent: this, provider, deleteBeforeReplace: true, additionalSecretOutputs: ["status"] });
     }
 
     for (const [nodePool, replicas] of Object.entries(plan.nodePoolReplicas).sort(([a], [b]) => a.localeCompare(b))) {

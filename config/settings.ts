@@ -1,7 +1,16 @@
-// Connection settings shared by the program (index.ts), the loop and the CLI. They come from the
-// environment so that the same values reach `pulumi up` run by the loop and `pulumi preview` run by an
-// admin; only file paths are ever passed around, never a token or a passphrase.
+// Every setting of the three processes, parsed and validated here only. The reconciler, the program
+// (index.ts, run by `pulumi up` or an admin's `pulumi preview`) and the provider host read the same
+// BMW_* variables through the same functions, so a value means the same in each; the reconciler hands
+// them on as environment variables (programEnv), which carry file paths and numbers, never a token or a
+// passphrase. A bad value stops the process at start-up with the variable's name.
 import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { plannerConfigFromEnv } from "../planner/config";
+import type { PlannerConfig } from "../planner/types";
+import { type Env, flag, integer, optionalInteger, optionalString, requiredString, SettingsError } from "./envValues";
+
+export { type Env, SettingsError } from "./envValues";
 
 /** Where and how to reach the fulfillment-service: file paths only, never a token. */
 export interface FulfillmentConnection {
@@ -15,39 +24,142 @@ export interface FulfillmentConnection {
   plaintext?: boolean;
 }
 
+/** What the program needs to reach the hub and the service (also part of the program digest). */
 export interface ProgramSettings {
   kubeconfigPath: string;
   fulfillment: FulfillmentConnection;
   ignitionCaFile?: string;
 }
 
-
-
-function required(env: NodeJS.ProcessEnv, key: string, hint: string): string {
-  const v = env[key];
-  if (!v) throw new Error(`${key} is not set: ${hint}`);
-  return v;
+/** What the provider host reads: its connections come from the resources' inputs, not from here. */
+export interface ProviderSettings {
+  /** Per-call deadline of the fulfillment client (BMW_FULFILLMENT_DEADLINE_MS); the client's own default when unset. */
+  fulfillmentDeadlineMs?: number;
+  /** The hub's kubeconfig (BMW_KUBECONFIG, else KUBECONFIG), for a Delete whose state records no guard. */
+  hubKubeconfigPath?: string;
 }
 
-export function programSettings(env: NodeJS.ProcessEnv = process.env): ProgramSettings {
-  const kubeconfigPath = env.BMW_KUBECONFIG || env.KUBECONFIG;
-  if (!kubeconfigPath) throw new Error("BMW_KUBECONFIG (or KUBECONFIG) must name the hub's kubeconfig file");
-  const tokenFile = required(env, "BMW_FULFILLMENT_TOKEN_FILE", "the file holding the fulfillment-service token");
-  if (!fs.existsSync(tokenFile)) throw new Error(`BMW_FULFILLMENT_TOKEN_FILE ${tokenFile} does not exist`);
-  const plaintext = /^(1|true|yes)$/i.test(env.BMW_FULFILLMENT_PLAINTEXT ?? "");
-  const caFile = env.BMW_FULFILLMENT_CA_FILE || undefined;
+/** The settings of the program side: the program itself, and every client it builds. */
+export interface Settings {
+  program: ProgramSettings;
+  planner: PlannerConfig;
+  provider: ProviderSettings;
+  /** Bound of every Kubernetes request (BMW_KUBE_TIMEOUT_MS). */
+  kubeTimeoutMs: number;
+}
+
+/** Flags of the CLI, which win over the environment. */
+export interface ReconcilerOverrides {
+  stateDir?: string;
+  backendUrl?: string;
+  passphraseFile?: string;
+}
+
+export interface ReconcilerSettings extends Settings {
+  /** Directory of the file state backend (also where a local passphrase is generated). */
+  stateDir: string;
+  /** A Pulumi DIY backend URL instead of the file backend in stateDir. */
+  backendUrl?: string;
+  /** The state passphrase file (--passphrase-file, else PULUMI_CONFIG_PASSPHRASE_FILE); undefined: generate one locally. */
+  passphraseFile?: string;
+  /** Where the stacks' Pulumi.yaml and settings files are written (BMW_WORK_DIR); the project root when unset. */
+  workDir?: string;
+  /** How often an unchanged order's stack is updated with `--refresh` (BMW_REFRESH_INTERVAL_MS). */
+  refreshIntervalMs: number;
+  /** How often a running update reports progress on the order (BMW_PROGRESS_REPORT_MS; 0: never). */
+  progressReportMs: number;
+  /** History entries kept per stack (BMW_HISTORY_RETENTION). */
+  historyRetention: number;
+}
+
+export const DEFAULT_KUBE_TIMEOUT_MS = 30_000;
+export const DEFAULT_REFRESH_INTERVAL_MS = 3_600_000;
+export const DEFAULT_PROGRESS_REPORT_MS = 10_000;
+export const DEFAULT_HISTORY_RETENTION = 100;
+
+function existing(name: string, file: string): string {
+  if (!fs.existsSync(file)) throw new SettingsError(`${name} ${file} does not exist`);
+  return file;
+}
+
+function kubeconfigOf(env: Env): string | undefined {
+  return optionalString(env, "BMW_KUBECONFIG") ?? optionalString(env, "KUBECONFIG");
+}
+
+export function programSettings(env: Env = process.env): ProgramSettings {
+  const kubeconfigPath = kubeconfigOf(env);
+  if (!kubeconfigPath) throw new SettingsError("BMW_KUBECONFIG (or KUBECONFIG) must name the hub's kubeconfig file");
+  const tokenFile = existing("BMW_FULFILLMENT_TOKEN_FILE",
+    requiredString(env, "BMW_FULFILLMENT_TOKEN_FILE", "the file holding the fulfillment-service token"));
+  const plaintext = flag(env, "BMW_FULFILLMENT_PLAINTEXT");
+  const caFile = optionalString(env, "BMW_FULFILLMENT_CA_FILE");
   if (!plaintext && !caFile) {
-    throw new Error("BMW_FULFILLMENT_CA_FILE must name the CA bundle of the fulfillment-service " +
+    throw new SettingsError("BMW_FULFILLMENT_CA_FILE must name the CA bundle of the fulfillment-service " +
       "(or set BMW_FULFILLMENT_PLAINTEXT=true for a loopback lab)");
   }
+  const address = requiredString(env, "BMW_FULFILLMENT_ADDRESS", "host:port of the fulfillment-service private API");
+  existing(env.BMW_KUBECONFIG ? "BMW_KUBECONFIG" : "KUBECONFIG", kubeconfigPath);
+  if (caFile) existing("BMW_FULFILLMENT_CA_FILE", caFile);
+  const ignitionCaFile = optionalString(env, "BMW_IGNITION_CA_FILE");
+  if (ignitionCaFile) existing("BMW_IGNITION_CA_FILE", ignitionCaFile);
+  return { kubeconfigPath, fulfillment: { address, tokenFile, caFile, plaintext }, ignitionCaFile };
+}
+
+export function providerSettings(env: Env = process.env): ProviderSettings {
+  const out: ProviderSettings = {};
+  const deadline = optionalInteger(env, "BMW_FULFILLMENT_DEADLINE_MS", 1);
+  if (deadline !== undefined) out.fulfillmentDeadlineMs = deadline;
+  const kubeconfig = kubeconfigOf(env);
+  if (kubeconfig) out.hubKubeconfigPath = kubeconfig;
+  return out;
+}
+
+export function kubeTimeoutMs(env: Env = process.env): number {
+  return integer(env, "BMW_KUBE_TIMEOUT_MS", DEFAULT_KUBE_TIMEOUT_MS, 1);
+}
+
+export function historyRetention(env: Env = process.env): number {
+  return integer(env, "BMW_HISTORY_RETENTION", DEFAULT_HISTORY_RETENTION, 1);
+}
+
+/** The planner's timings and limits (its own table of BMW_* overrides); here too an empty value is unset. */
+export function plannerSettings(env: Env = process.env): PlannerConfig {
+  return plannerConfigFromEnv(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== "")));
+}
+
+/** The program side's settings (index.ts). */
+export function settings(env: Env = process.env): Settings {
+  return { program: programSettings(env), planner: plannerSettings(env), provider: providerSettings(env), kubeTimeoutMs: kubeTimeoutMs(env) };
+}
+
+export function defaultStateDir(env: Env = process.env): string {
+  return optionalString(env, "BMW_STATE_DIR")
+    ?? path.join(optionalString(env, "XDG_STATE_HOME") ?? path.join(os.homedir(), ".local", "state"), "baremetal-workers", "state");
+}
+
+/** The reconciler's settings (and the CLI's): the program side's, where its stacks live, and its timings. */
+export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOverrides = {}): ReconcilerSettings {
+  const passphraseFile = flags.passphraseFile || optionalString(env, "PULUMI_CONFIG_PASSPHRASE_FILE");
+  if (passphraseFile) existing(flags.passphraseFile ? "--passphrase-file" : "PULUMI_CONFIG_PASSPHRASE_FILE", passphraseFile);
   return {
-    kubeconfigPath,
-    fulfillment: {
-      address: required(env, "BMW_FULFILLMENT_ADDRESS", "host:port of the fulfillment-service private API"),
-      tokenFile,
-      caFile,
-      plaintext,
-    },
-    ignitionCaFile: env.BMW_IGNITION_CA_FILE || undefined,
+    ...settings(env),
+    stateDir: flags.stateDir ?? defaultStateDir(env),
+    backendUrl: flags.backendUrl || undefined,
+    passphraseFile,
+    workDir: optionalString(env, "BMW_WORK_DIR"),
+    refreshIntervalMs: integer(env, "BMW_REFRESH_INTERVAL_MS", DEFAULT_REFRESH_INTERVAL_MS, 0),
+    progressReportMs: integer(env, "BMW_PROGRESS_REPORT_MS", DEFAULT_PROGRESS_REPORT_MS, 0),
+    historyRetention: historyRetention(env),
   };
+}
+
+/**
+ * The environment every pulumi process of a stack gets: every BMW_* variable (paths and numbers, never
+ * secrets), so the program and its providers parse the same values, and the kubeconfig as an absolute path.
+ */
+export function programEnv(program: ProgramSettings, env: Env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (/^BMW_[A-Z0-9_]+$/.test(k) && v !== undefined && v !== "") out[k] = v;
+  out.BMW_KUBECONFIG = path.resolve(program.kubeconfigPath);
+  return out;
 }

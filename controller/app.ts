@@ -2,11 +2,10 @@
 // flags and environment, and offers the operators' verbs on top of them (the CLI is a thin shell).
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { FulfillmentClient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
-import { plan as makePlan, plannerConfigFromEnv } from "../planner";
+import { plan as makePlan } from "../planner";
 import { COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
 import type { ClusterOrder, Condition, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "../io/observe";
@@ -14,15 +13,20 @@ import { ObserveCache } from "../io/observeCache";
 import {
   reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
 } from "./reconcile";
-import { connectionOptions } from "../providers/bareMetalInstanceOps";
-import { programSettings, type ProgramSettings } from "../config/settings";
+import { connectionOptions } from "../providers/fulfillmentConnection";
+import { parsePin } from "../planner/pin";
+import { programEnv, type ProgramSettings, type ReconcilerSettings, reconcilerSettings } from "../config/settings";
 import { Slots } from "./slots";
-import { type HistoryEntry, isLockedError, missingUpdateMessage, type PreviewResult, StackManager } from "../stack/stacks";
+import { type HistoryEntry, missingUpdateMessage } from "../stack/history";
+import { isLockedError } from "../stack/pulumiProcess";
+import type { PreviewResult } from "../stack/operations";
+import { StackManager } from "../stack/stacks";
 
 export interface AppOptions {
   stateDir?: string;
   backendUrl?: string;
   passphraseFile?: string;
+  /** The environment the settings are read from (config/settings.ts); default process.env. */
   env?: NodeJS.ProcessEnv;
   /** Receives the engine's output of updates, refreshes and destroys (the CLI's progress display). */
   onOutput?: (chunk: string) => void;
@@ -39,30 +43,16 @@ export class RefusedError extends Error {
   override name = "RefusedError";
 }
 
-export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.BMW_STATE_DIR || path.join(env.XDG_STATE_HOME || path.join(os.homedir(), ".local", "state"), "baremetal-workers", "state");
-}
-
-/** The passphrase file: given, from the environment, or (for a local state dir only) generated once beside it. */
-function passphraseFileFor(opts: AppOptions, stateDir: string, env: NodeJS.ProcessEnv): string {
-  const given = opts.passphraseFile || env.PULUMI_CONFIG_PASSPHRASE_FILE;
-  if (given) return given;
-  if (opts.backendUrl) throw new RefusedError("a remote backend needs --passphrase-file (or PULUMI_CONFIG_PASSPHRASE_FILE)");
-  const file = `${stateDir}.passphrase`;
+/** The passphrase file: given (flag or environment), or (for a local state dir only) generated once beside it. */
+function passphraseFileFor(s: ReconcilerSettings): string {
+  if (s.passphraseFile) return s.passphraseFile;
+  if (s.backendUrl) throw new RefusedError("a remote backend needs --passphrase-file (or PULUMI_CONFIG_PASSPHRASE_FILE)");
+  const file = `${s.stateDir}.passphrase`;
   if (!fs.existsSync(file)) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, crypto.randomBytes(24).toString("base64"), { mode: 0o600 });
   }
   return file;
-}
-
-/** The BMW_* environment every pulumi process of a stack gets (paths, never secrets). */
-export function programEnv(settings: ProgramSettings, env: NodeJS.ProcessEnv): Record<string, string> {
-  const out: Record<string, string> = {};
-  // Every BMW_* setting reaches the program and its providers (they are paths and durations, never secrets).
-  for (const [k, v] of Object.entries(env)) if (/^BMW_[A-Z0-9_]+$/.test(k) && v !== undefined && v !== "") out[k] = v;
-  out.BMW_KUBECONFIG = path.resolve(settings.kubeconfigPath);
-  return out;
 }
 
 const PIN_KEY = "pin";
@@ -152,6 +142,8 @@ export class App {
   readonly kube: Kube;
   readonly fulfillment: FulfillmentClient;
   readonly stacks: StackManager;
+  /** Every setting of this process, parsed once (config/settings.ts). */
+  readonly reconcilerSettings: ReconcilerSettings;
   readonly config: PlannerConfig;
   readonly settings: ProgramSettings;
   /** The program digest, computed once per process (it reads every program file). */
@@ -159,35 +151,36 @@ export class App {
   readonly memory = new Map<string, OrderMemory>();
   readonly observeCache = new ObserveCache();
   readonly stateDir: string;
-  private readonly env: NodeJS.ProcessEnv;
   private readonly onOutput?: (chunk: string) => void;
   private readonly updateSlots?: Slots;
   private readonly durations?: WorkerDurations;
 
   constructor(opts: AppOptions = {}) {
     const env = opts.env ?? process.env;
-    this.env = env;
+    const s = reconcilerSettings(env, { stateDir: opts.stateDir, backendUrl: opts.backendUrl, passphraseFile: opts.passphraseFile });
+    this.reconcilerSettings = s;
     this.onOutput = opts.onOutput;
     this.updateSlots = opts.updateSlots;
     this.durations = opts.durations;
-    this.settings = programSettings(env);
-    this.config = plannerConfigFromEnv(env);
+    this.settings = s.program;
+    this.config = s.planner;
     this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
     const onCall = opts.onFulfillmentCall;
     this.fulfillment = new FulfillmentClient({
-      ...connectionOptions(this.settings.fulfillment),
+      ...connectionOptions(this.settings.fulfillment, s.provider),
       // "/osac.private.v1.BareMetalInstances/List" -> "BareMetalInstances/List": a small, fixed label set.
       onCall: onCall && ((method, code) => onCall(method.slice(method.lastIndexOf(".") + 1), code)),
     });
-    this.stateDir = opts.stateDir ?? defaultStateDir(env);
+    this.stateDir = s.stateDir;
     this.stacks = new StackManager({
       // Stack config files (Pulumi.<stack>.yaml) go beside Pulumi.yaml, so `pulumi preview` works from the
       // repository root; a pod, whose image is read-only, points BMW_WORK_DIR at its state volume.
-      workDir: env.BMW_WORK_DIR || undefined,
-      stateDir: opts.backendUrl ? undefined : this.stateDir,
-      backendUrl: opts.backendUrl,
-      passphraseFile: passphraseFileFor(opts, this.stateDir, env),
+      workDir: s.workDir,
+      stateDir: s.backendUrl ? undefined : this.stateDir,
+      backendUrl: s.backendUrl,
+      passphraseFile: passphraseFileFor(s),
       envVars: programEnv(this.settings, env),
+      historyRetention: s.historyRetention,
     });
   }
 
@@ -199,7 +192,7 @@ export class App {
     return {
       up: (ref, o) => inSlot(async () => {
         await stacks.recover(ref);
-        return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh });
+        return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh, observation: o.observation });
       }),
       destroy: (ref) => inSlot(async () => {
         await stacks.recover(ref);
@@ -214,7 +207,7 @@ export class App {
         if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
         const raw = await stacks.getConfig(ref, PIN_KEY);
         if (!raw || raw === "null") return undefined;
-        return JSON.parse(raw) as Record<string, number>;
+        return parsePin(raw);
       },
     };
   }
@@ -223,8 +216,8 @@ export class App {
     return {
       kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
       ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory, observeCache: this.observeCache,
-      refreshIntervalMs: Number(this.env.BMW_REFRESH_INTERVAL_MS ?? 3_600_000),
-      progressReportMs: Number(this.env.BMW_PROGRESS_REPORT_MS ?? 10_000),
+      refreshIntervalMs: this.reconcilerSettings.refreshIntervalMs,
+      progressReportMs: this.reconcilerSettings.progressReportMs,
       durations: this.durations,
     };
   }

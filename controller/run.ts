@@ -2,28 +2,22 @@
 // standby replica waits), the loop, status/events per reconcile, metrics and health endpoints, and an
 // orderly shutdown on SIGTERM (finish running updates, release the Lease).
 import * as os from "node:os";
-import { type AppOptions, createApp } from "./app";
+import { type App, type AppOptions, createApp } from "./app";
+import { type ReconcileResult, TENANT_ANNOTATION } from "./reconcile";
+import type { OrderRef } from "../io/observe";
 import { startHealthServer, Heartbeat, electionCheck, kubeReachable, allOf } from "./health";
 import { defaultIdentity, LeaderElector } from "./leader";
 import { createLogger } from "../lib/logger";
+
+type Logger = ReturnType<typeof createLogger>;
 import { ReconcileLoop } from "./loop";
 import { ReconcilerMetrics, type OrderWorkerCounts } from "./metrics";
 import { Slots } from "./slots";
 import { loadKubeConfig } from "../clients/kube";
+import type { LoopSettings } from "../config/loopSettings";
 
-export const DEFAULT_RECONCILE_CONCURRENCY = 16;
-
-export interface RunOptions extends AppOptions {
-  namespaces: string[];
-  intervalMs: number;
-  /** Stacks updated at once (pulumi runs). */
-  concurrency: number;
-  /** Orders reconciled at once (observation, planning, status); at least `concurrency`. Default 16. */
-  reconcileConcurrency?: number;
-  healthPort: number;
-  healthHost: string;
-  leaseNamespace: string;
-  identity?: string;
+/** The loop's settings (validated by config/loopSettings.ts) and the wiring's. */
+export interface RunOptions extends AppOptions, LoopSettings {
   /** Resolves when the loop should stop (tests); default: SIGTERM/SIGINT. */
   until?: Promise<void>;
 }
@@ -40,22 +34,13 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
   const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
-  const elector = new LeaderElector({
-    client: app.kube, namespace: opts.leaseNamespace, name: "baremetal-workers", identity, logger: log,
-    onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
-    onStoppedLeading: () => {
-      // The next leader clears our stack locks once it holds the Lease: nothing of ours may still run then.
-      app.stacks.abortRunning();
-      log.warn({ identity }, "lost leadership: standing by");
-    },
-  });
-  app.stacks.setLeaseOwner({ identity, isHolderGone: (holder) => elector.isHolderGone(holder), isLeading: () => elector.isLeading() });
+  const elector = leaderElector(app, identity, opts.leaseNamespace, log);
   let passStart = metrics.totals();
   const loop = new ReconcileLoop({
     kube: app.kube,
     namespaces: opts.namespaces,
     intervalMs: opts.intervalMs,
-    concurrency: Math.max(opts.reconcileConcurrency ?? DEFAULT_RECONCILE_CONCURRENCY, opts.concurrency),
+    concurrency: opts.reconcileConcurrency,
     isLeader: () => elector.isLeading(),
     log: (level, msg, fields) => log[level](fields ?? {}, msg),
     onTick: () => {
@@ -67,39 +52,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
       void Promise.all([passStart, metrics.totals()]).then(([a, b]) => log.info({ orders, durationMs,
         ups: b.ups - a.ups, skipped: b.skipped - a.skipped, fulfillmentCalls: b.fulfillmentCalls - a.fulfillmentCalls }, "pass complete"));
     },
-    reconcile: async (ref) => {
-      const done = metrics.startReconcile();
-      const started = Date.now();
-      try {
-        const r = await app.reconcile(ref);
-        done(r.action === "skipped" ? "skipped" : "success");
-        if (r.action === "skipped") metrics.countSkipped();
-        if (r.up) metrics.countUp("succeeded");
-        const k = `${ref.namespace}/${ref.name}`;
-        if (r.plan && r.action !== "deleted" && r.action !== "gone") {
-          // An order's tenant does not change: read it once, not on every reconcile.
-          let tenant = counts.get(k)?.tenant;
-          if (!tenant) {
-            const order = await app.kube.getClusterOrder(ref.namespace, ref.name);
-            tenant = order?.metadata.annotations?.["osac.openshift.io/tenant"] ?? "unknown";
-          }
-          counts.set(k, {
-            tenant,
-            desired: r.plan.status.desiredWorkers, ready: r.plan.status.readyWorkers,
-            failed: r.plan.status.workers.filter((w) => w.phase === "Failed").length,
-          });
-        } else {
-          counts.delete(k);
-        }
-        metrics.setWorkerGauges(counts.values());
-        log.info({ order: k, action: r.action, changes: r.up?.changes, upMs: r.up?.durationMs, durationMs: Date.now() - started,
-          message: r.message }, "reconciled");
-        return r;
-      } catch (err) {
-        done("error");
-        throw err;
-      }
-    },
+    reconcile: countedReconcile(app, metrics, counts, log),
   });
   const kc = loadKubeConfig(app.settings.kubeconfigPath);
   const health = await startHealthServer({
@@ -121,4 +74,56 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   await elector.stop();
   await health.close();
   app.close();
+}
+
+/** The Lease of this replica; the stacks run pulumi only while it leads, and stop when it no longer does. */
+function leaderElector(app: App, identity: string, namespace: string, log: Logger): LeaderElector {
+  const elector = new LeaderElector({
+    client: app.kube, namespace, name: "baremetal-workers", identity, logger: log,
+    onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
+    onStoppedLeading: () => {
+      // The next leader clears our stack locks once it holds the Lease: nothing of ours may still run then.
+      app.stacks.abortRunning();
+      log.warn({ identity }, "lost leadership: standing by");
+    },
+  });
+  app.stacks.setLeaseOwner({ identity, isHolderGone: (holder) => elector.isHolderGone(holder), isLeading: () => elector.isLeading() });
+  return elector;
+}
+
+/** One reconcile of the loop, counted in the metrics and logged; keeps each order's worker gauges. */
+function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger) {
+  return async (ref: OrderRef): Promise<ReconcileResult> => {
+    const done = metrics.startReconcile();
+    const started = Date.now();
+    try {
+      const r = await app.reconcile(ref);
+      done(r.action === "skipped" ? "skipped" : "success");
+      if (r.action === "skipped") metrics.countSkipped();
+      if (r.up) metrics.countUp("succeeded");
+      const k = `${ref.namespace}/${ref.name}`;
+      if (r.plan && r.action !== "deleted" && r.action !== "gone") {
+        // An order's tenant does not change: read it once, not on every reconcile.
+        let tenant = counts.get(k)?.tenant;
+        if (!tenant) {
+          const order = await app.kube.getClusterOrder(ref.namespace, ref.name);
+          tenant = order?.metadata.annotations?.[TENANT_ANNOTATION] ?? "unknown";
+        }
+        counts.set(k, {
+          tenant,
+          desired: r.plan.status.desiredWorkers, ready: r.plan.status.readyWorkers,
+          failed: r.plan.status.workers.filter((w) => w.phase === "Failed").length,
+        });
+      } else {
+        counts.delete(k);
+      }
+      metrics.setWorkerGauges(counts.values());
+      log.info({ order: k, action: r.action, changes: r.up?.changes, upMs: r.up?.durationMs, durationMs: Date.now() - started,
+        message: r.message }, "reconciled");
+      return r;
+    } catch (err) {
+      done("error");
+      throw err;
+    }
+  };
 }

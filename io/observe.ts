@@ -1,8 +1,7 @@
 // Observation: everything the planner needs about one ClusterOrder, read from the hub and the
 // fulfillment-service, turned into a planner Snapshot. This is the only place where live objects are
 // translated into planner types; the planner itself never does I/O.
-import * as crypto from "node:crypto";
-import type { FulfillmentClient } from "../clients/fulfillment";
+import type { FulfillmentApi } from "../clients/fulfillment";
 import {
   catalogHostType, ensureSystemCatalogItem, Filter, InconsistentListError, isTransient, NotFoundError, observedBmi, PermissionDeniedError,
   resolveDiskImage, SYSTEM_TENANT, UnauthenticatedError, usableInterfaces,
@@ -12,7 +11,8 @@ import type {
 } from "../clients/fulfillment";
 import { fetchIgnition } from "../clients/ignition";
 import type { ObserveCache } from "./observeCache";
-import type { AgentObject, Kube } from "../clients/kube";
+import { incarnationNames, nameSeed } from "./incarnationNames";
+import type { AgentObject, HubReader } from "../clients/kube";
 import {
   INFRAENV_AGENT_LABEL, INFRAENV_UID_ANNOTATION, infraEnvName, NODE_SET_LABEL, ORDER_LABEL, SYSTEM_CATALOG_ITEM,
 } from "../planner/names";
@@ -35,12 +35,13 @@ export function parseOrderRef(text: string): OrderRef {
 }
 
 export interface ObserveDeps {
-  kube: Kube;
-  fulfillment: FulfillmentClient;
+  kube: HubReader;
+  fulfillment: FulfillmentApi;
   config: PlannerConfig;
   /** CA bundle that signs the assisted-service ignition endpoint (PEM), if not a public CA. */
   ignitionCaFile?: string;
   ignitionTimeoutMs?: number;
+  /** Names of new slots and incarnations; default: derived from the order's uid and resourceVersion (incarnationNames.ts). */
   newName?: () => string;
   /** Reuse of the shared catalog and of ignitions between reconciles (the reconciler's loop); none when absent. */
   cache?: ObserveCache;
@@ -60,6 +61,8 @@ export interface Observation {
   /** Why snapshot.catalogItem is "" (the system catalog item could be neither found nor created). */
   catalogItemError?: string;
   fulfillmentCalls: number;
+  /** What the default snapshot.newName derives from (incarnationNames.ts); a plan elsewhere of this observation uses it. */
+  nameSeed: string;
 }
 
 export class OrderNotFoundError extends Error {
@@ -184,14 +187,14 @@ const NO_HOST_TYPE: CatalogHostType = { kind: "none", note: "not looked up" };
 /** The fulfillment Cluster behind a ClusterOrder: its id is the order's clusterorder-uuid label. */
 export const CLUSTER_ID_LABEL = "osac.openshift.io/clusterorder-uuid";
 
-async function clusterOf(f: FulfillmentClient, order: ClusterOrder): Promise<ClusterOut | undefined> {
+async function clusterOf(f: FulfillmentApi, order: ClusterOrder): Promise<ClusterOut | undefined> {
   const id = order.metadata.labels?.[CLUSTER_ID_LABEL];
   if (id) return (await f.clusters.list({ filter: Filter.idEquals(id), limit: 1 })).items[0];
   const byName = await f.clusters.listAll(Filter.nameEquals(order.metadata.name));
   return byName.length === 1 ? byName[0] : undefined;
 }
 
-async function resolveOrderDiskImage(f: FulfillmentClient, order: ClusterOrder): Promise<DiskImageResolution> {
+async function resolveOrderDiskImage(f: FulfillmentApi, order: ClusterOrder): Promise<DiskImageResolution> {
   const cluster = await clusterOf(f, order);
   const ref = cluster?.spec?.version;
   let cv: ClusterVersionOut | undefined;
@@ -225,7 +228,7 @@ const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
  * the order's InfraEnv label or its order label, listed by label rather than the whole namespace, whose
  * Agents grow with every order in it (130 Agents, 765 KB per reconcile at 30 orders per namespace).
  */
-export async function listOrderAgents(kube: Kube, order: ClusterOrder): Promise<AgentObject[]> {
+export async function listOrderAgents(kube: Pick<HubReader, "listAgents">, order: ClusterOrder): Promise<AgentObject[]> {
   const ns = order.metadata.namespace;
   const selectors = [`${INFRAENV_AGENT_LABEL}=${infraEnvName(order.metadata.name)}`, `${ORDER_LABEL}=${order.metadata.uid}`]
     .filter((sel) => LABEL_VALUE.test(sel.slice(sel.indexOf("=") + 1)));
@@ -247,7 +250,7 @@ export function recordedBmiIds(order: ClusterOrder): string[] {
  * a Get. Found → the List missed it; NOT_FOUND → confirmed gone; any other failure throws, so the BMI
  * list is unknown this pass.
  */
-export async function confirmUnlisted(f: FulfillmentClient, recorded: string[], listedIds: string[]):
+export async function confirmUnlisted(f: Pick<FulfillmentApi, "bareMetalInstances">, recorded: string[], listedIds: string[]):
   Promise<{ found: BareMetalInstanceOut[]; gone: string[]; calls: number }> {
   const listed = new Set(listedIds);
   const missing = recorded.filter((id) => !listed.has(id));
@@ -282,7 +285,7 @@ export class SystemTenantInvisibleError extends Error {
 }
 
 /** One cheap read that proves the caller sees tenant system: the system catalog item, listed in tenant system. */
-export async function seesSystemTenant(f: FulfillmentClient): Promise<boolean> {
+export async function seesSystemTenant(f: Pick<FulfillmentApi, "catalogItems">): Promise<boolean> {
   const page = await f.catalogItems.list({
     filter: Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.nameEquals(SYSTEM_CATALOG_ITEM)), limit: 1,
   });
@@ -405,7 +408,7 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
     fulfillmentErrors: fulfillmentError ? 1 : 0,
     ...(fulfillmentErrorKind ? { fulfillmentErrorKind } : {}),
     config: deps.config,
-    newName: deps.newName ?? (() => crypto.randomBytes(4).toString("hex")),
+    newName: deps.newName ?? incarnationNames(nameSeed(order)),
   };
-  return { snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError, fulfillmentCalls };
+  return { snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError, fulfillmentCalls, nameSeed: nameSeed(order) };
 }

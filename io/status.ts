@@ -5,22 +5,7 @@
 import * as crypto from "node:crypto";
 import type { Kube } from "../clients/kube";
 import { EV_WORKER_CREATED, slotEvent } from "../planner/events";
-import type { ClusterOrder, DesiredWorker, Plan, PlannedEvent, WorkerStatus } from "../planner/types";
-
-export interface DesiredSet {
-  /** Requested workers per node set at the time of the update (what rollback restores). */
-  nodeSets: Record<string, number>;
-  workers: { slot: string; nodeSet: string; bmi: string; agent?: string }[];
-}
-
-export function desiredSetOf(order: ClusterOrder, plan: Plan, workers: DesiredWorker[] = plan.workers): DesiredSet {
-  const nodeSets: Record<string, number> = {};
-  for (const r of order.spec.nodeRequests ?? []) if (r.bareMetal?.instanceType) nodeSets[r.nodeSet] = r.numberOfNodes;
-  return {
-    nodeSets,
-    workers: workers.map((w) => ({ slot: w.slot, nodeSet: w.nodeSet, bmi: w.bmi.name, agent: w.binding?.agentName })),
-  };
-}
+import type { ClusterOrder, Plan, PlannedEvent, WorkerStatus } from "../planner/types";
 
 /** plan.status.workers with every fence entry upserted by slot name. */
 export function workersWithFence(plan: Plan): WorkerStatus[] {

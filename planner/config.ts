@@ -5,6 +5,9 @@ import type { PlannerConfig } from "./types";
 
 const MIN = 60_000;
 
+/** The service's hard limit on BMI user_data (bareMetalInstanceUserDataMaxBytes). */
+export const USER_DATA_HARD_LIMIT_BYTES = 65_536;
+
 /** The design's defaults. */
 export function defaultPlannerConfig(): PlannerConfig {
   return {
@@ -21,13 +24,10 @@ export function defaultPlannerConfig(): PlannerConfig {
     unavailableRequeueMs: 5 * MIN,
     unavailableThreshold: 3,
     ignitionWarnBytes: 48 * 1024,
-    ignitionMaxBytes: 64 * 1024,
+    ignitionMaxBytes: USER_DATA_HARD_LIMIT_BYTES,
     maxWorkersPerNodeSet: 100,
   };
 }
-
-/** The service's hard limit on BMI user_data (bareMetalInstanceUserDataMaxBytes). */
-export const USER_DATA_HARD_LIMIT_BYTES = 65_536;
 
 type NumberKey = {
   [K in keyof PlannerConfig]: PlannerConfig[K] extends number ? K : never;

@@ -1,48 +1,23 @@
 // AgentBinding as a Pulumi dynamic resource: the binding of one correlated Agent to the hosted
-// cluster's ClusterDeployment. Like the BMI provider, its methods capture only the loader and load
-// providers/agentBindingOps.ts at run time; inputs carry the kubeconfig path, never a credential.
+// cluster's ClusterDeployment. Its logic, providers/agentBindingOps.ts, is loaded at run time (see
+// providers/lazyProvider.ts); inputs carry the kubeconfig path, never a credential.
 import * as pulumi from "@pulumi/pulumi";
 import type { DesiredBinding } from "../planner/types";
 import type { AgentBindingInputs, AgentBindingOutputs } from "./agentBindingOps";
-import { loadProjectModule } from "./loader";
+import { lazyProvider } from "./lazyProvider";
 
 export type { AgentBindingInputs, AgentBindingOutputs } from "./agentBindingOps";
 
-type Ops = typeof import("./agentBindingOps");
-
-function ops(): Ops {
-  return loadProjectModule("providers/agentBindingOps.ts") as Ops;
-}
-
 /** The one provider object shared by every AgentBinding. */
-export const agentBindingProvider: pulumi.dynamic.ResourceProvider<AgentBindingInputs, AgentBindingOutputs> = {
-  async check(olds, news) {
-    return ops().check(olds, news);
-  },
-  async diff(id, olds, news) {
-    return ops().diff(id, olds, news);
-  },
-  async create(inputs) {
-    return ops().create(inputs);
-  },
-  async read(id, props) {
-    if (!props) throw new Error(`AgentBinding ${id}: import is not supported`);
-    return ops().read(id, props);
-  },
-  async update(id, olds, news) {
-    return ops().update(id, olds, news);
-  },
-  async delete(id, props) {
-    return ops().remove(id, props);
-  },
-};
+export const agentBindingProvider = lazyProvider<AgentBindingInputs, AgentBindingOutputs, typeof import("./agentBindingOps")>({
+  kind: "AgentBinding", opsPath: "providers/agentBindingOps.ts",
+});
 
 export type AgentBindingArgs = { [K in keyof DesiredBinding]: pulumi.Input<DesiredBinding[K]> } & {
   slot: pulumi.Input<string>;
   orderUid: pulumi.Input<string>;
   kubeconfigPath: pulumi.Input<string>;
   bmiId?: pulumi.Input<string>;
-  clusterDeleting?: pulumi.Input<boolean>;
 };
 
 export class AgentBinding extends pulumi.dynamic.Resource {

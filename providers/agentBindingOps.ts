@@ -8,7 +8,7 @@ import type { AgentObject, AgentPatch } from "../clients/kube";
 import { failpoint } from "../lib/failpoints";
 import { AGENT_BAREMETAL_LABEL, ORDER_LABEL, UNBINDING_STATE, WORKER_NAME_LABEL } from "../planner/names";
 import type { DesiredBinding } from "../planner/types";
-import { kubeFor, UNKNOWN } from "./providerHost";
+import { isUnknown, kubeFor } from "./providerHost";
 
 export interface AgentBindingInputs extends DesiredBinding {
   /** The worker slot (label osac.openshift.io/worker-name). */
@@ -19,8 +19,6 @@ export interface AgentBindingInputs extends DesiredBinding {
   kubeconfigPath: string;
   /** The BMI whose host registered as this Agent; a new BMI means a new binding. */
   bmiId?: string;
-  /** The cluster is being deleted: the Agent is deleted with the binding whatever its state. */
-  clusterDeleting?: boolean;
 }
 
 export interface AgentBindingOutputs extends AgentBindingInputs {
@@ -117,20 +115,20 @@ export async function bind(kube: Kube, inputs: AgentBindingInputs, hooks: BindHo
 export function check(_olds: Partial<AgentBindingInputs>, news: AgentBindingInputs): pulumi.dynamic.CheckResult<AgentBindingInputs> {
   const failures: pulumi.dynamic.CheckFailure[] = [];
   for (const key of ["agentName", "agentNamespace", "slot", "orderUid", "kubeconfigPath"] as const) {
-    if (news[key] !== UNKNOWN && (typeof news[key] !== "string" || news[key] === "")) failures.push({ property: key, reason: `${key} is required` });
+    if (!isUnknown(news[key]) && (typeof news[key] !== "string" || news[key] === "")) failures.push({ property: key, reason: `${key} is required` });
   }
   const cd = news.clusterDeploymentName as unknown;
-  if (cd !== UNKNOWN && (!cd || typeof cd !== "object" || !news.clusterDeploymentName.name || !news.clusterDeploymentName.namespace)) {
+  if (!isUnknown(cd) && (!cd || typeof cd !== "object" || !news.clusterDeploymentName.name || !news.clusterDeploymentName.namespace)) {
     failures.push({ property: "clusterDeploymentName", reason: "clusterDeploymentName needs a name and a namespace" });
   }
   return { inputs: news, failures };
 }
 
 const REPLACE_KEYS = ["agentName", "agentNamespace", "agentUid", "bmiId"] as const;
-const UPDATE_KEYS = ["labels", "clusterDeploymentName", "slot", "orderUid", "kubeconfigPath", "clusterDeleting"] as const;
+const UPDATE_KEYS = ["labels", "clusterDeploymentName", "slot", "orderUid", "kubeconfigPath"] as const;
 
 export function diff(_id: string, olds: AgentBindingInputs, news: AgentBindingInputs): pulumi.dynamic.DiffResult {
-  const differs = (k: keyof AgentBindingInputs) => news[k] === UNKNOWN || JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null);
+  const differs = (k: keyof AgentBindingInputs) => isUnknown(news[k]) || JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null);
   const replaces = REPLACE_KEYS.filter(differs);
   const updates = UPDATE_KEYS.filter(differs);
   return { changes: replaces.length + updates.length > 0, replaces: [...replaces], deleteBeforeReplace: true };
@@ -155,15 +153,15 @@ export async function read(id: string, props: AgentBindingOutputs): Promise<pulu
 
 /**
  * Deleting the binding deletes the Agent CR only when it has left the cluster (unbinding-pending-user-action
- * or known-unbound) or the whole cluster is being deleted (input clusterDeleting or BMW_CLUSTER_DELETING=1),
- * with uid + resourceVersion preconditions. A still-bound Agent is left alone and the delete succeeds: the
- * node is removed through the NodePool (CAPI picks the Machine, the agent provider unbinds the Agent), and
- * deleting a bound Agent would orphan its node. The program declares a binding until its Agent is
- * unbinding, and its cleanup pass removes Agents that reached that state after the record was dropped.
+ * or known-unbound), with uid + resourceVersion preconditions. A still-bound Agent is left alone and the
+ * delete succeeds: the node is removed through the NodePool (CAPI picks the Machine, the agent provider
+ * unbinds the Agent), and deleting a bound Agent would orphan its node. The program declares a binding
+ * until its Agent is unbinding, and its cleanup pass removes Agents that reached that state after the
+ * record was dropped. At cluster deletion the finalizer deletes the order's remaining Agents once every
+ * BMI of the order is confirmed gone.
  */
 export async function remove(_id: string, props: AgentBindingOutputs): Promise<void> {
   const kube = kubeFor(props.kubeconfigPath);
-  const clusterDeleting = props.clusterDeleting === true || process.env.BMW_CLUSTER_DELETING === "1";
   for (let attempt = 1; ; attempt++) {
     const agent = await kube.getAgent(props.agentNamespace, props.agentName);
     if (!agent) return;
@@ -171,7 +169,7 @@ export async function remove(_id: string, props: AgentBindingOutputs): Promise<v
     const owner = agent.metadata.labels?.[ORDER_LABEL];
     if (owner && owner !== props.orderUid) return; // never ours to delete
     const state = agent.status?.debugInfo?.state ?? "";
-    if (!clusterDeleting && !DELETABLE_STATES.includes(state)) return;
+    if (!DELETABLE_STATES.includes(state)) return;
     try {
       await kube.deleteAgent(props.agentNamespace, props.agentName, { uid: agent.metadata.uid ?? "", resourceVersion: agent.metadata.resourceVersion });
       failpoint("binding.delete.afterDelete"); // fault suite: the Agent is deleted, the engine never hears of it

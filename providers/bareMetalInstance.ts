@@ -1,44 +1,20 @@
 // BareMetalInstance as a Pulumi dynamic resource: one BMI on the fulfillment-service private API.
-// The provider object is serialized into the stack (__provider): its methods capture nothing but the
-// loader, and load providers/bareMetalInstanceOps.ts at run time (see providers/loader.ts). Inputs
-// hold file paths only; the ignition (userData) is a secret input and is echoed only under its own
-// key, which Pulumi re-marks secret.
+// Its logic, providers/bareMetalInstanceOps.ts, is loaded at run time (see providers/lazyProvider.ts).
+// Inputs hold file paths only; the ignition (userData) is a secret input and is echoed only under its
+// own key, which Pulumi re-marks secret.
 import * as pulumi from "@pulumi/pulumi";
 import type { DesiredBmi, ObservedBmi } from "../planner/types";
 import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "./bareMetalInstanceOps";
 import type { FulfillmentConnection } from "../config/settings";
-import { loadProjectModule } from "./loader";
+import { lazyProvider } from "./lazyProvider";
 
 export type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "./bareMetalInstanceOps";
 
-type Ops = typeof import("./bareMetalInstanceOps");
-
-function ops(): Ops {
-  return loadProjectModule("providers/bareMetalInstanceOps.ts") as Ops;
-}
-
 /** The one provider object shared by every BareMetalInstanceResource (serialized once per program). */
-export const bareMetalInstanceProvider: pulumi.dynamic.ResourceProvider<BareMetalInstanceInputs, BareMetalInstanceOutputs> = {
-  async check(olds, news) {
-    return ops().check(olds, news);
-  },
-  async diff(id, olds, news) {
-    return ops().diff(id, olds, news);
-  },
-  async create(inputs) {
-    return ops().create(inputs);
-  },
-  async read(id, props) {
-    if (!props) throw new Error(`BareMetalInstance ${id}: import is not supported; adopt an existing BMI with the adoptId input`);
-    return ops().read(id, props);
-  },
-  async update(id, olds, news) {
-    return ops().update(id, olds, news);
-  },
-  async delete(id, props) {
-    return ops().remove(id, props);
-  },
-};
+export const bareMetalInstanceProvider = lazyProvider<BareMetalInstanceInputs, BareMetalInstanceOutputs, typeof import("./bareMetalInstanceOps")>({
+  kind: "BareMetalInstance", opsPath: "providers/bareMetalInstanceOps.ts",
+  importHint: "adopt an existing BMI with the adoptId input",
+});
 
 /**
  * Resource arguments: a DesiredBmi (each field may be an Output), the connection file paths, and the

@@ -4,22 +4,23 @@
 // returns or logs the ignition except under the userData key, which Pulumi keeps secret.
 import type * as pulumi from "@pulumi/pulumi";
 import {
-  AlreadyExistsError, BeingDeletedError, createOrAdopt, DISK_IMAGE_ANNOTATION, FailedPreconditionError, FulfillmentClient,
-  type FulfillmentClientOptions, type FulfillmentError, INSTANCE_TYPE_LABEL, InvalidArgumentError, NotFoundError, SYSTEM_TENANT,
-  withDiskImage, withInstanceType,
+  AlreadyExistsError, BeingDeletedError, createOrAdopt, DISK_IMAGE_ANNOTATION, FailedPreconditionError, type FulfillmentClient,
+  type FulfillmentError, INSTANCE_TYPE_LABEL, InvalidArgumentError, NotFoundError, SYSTEM_TENANT, withDiskImage, withInstanceType,
 } from "../clients/fulfillment";
 import type { BareMetalInstance, BareMetalInstanceOut } from "../clients/fulfillment/types";
 import { observedBmi } from "../clients/fulfillment/observed";
 import { KubeError } from "../clients/kube";
 import { failpoint } from "../lib/failpoints";
+import { USER_DATA_HARD_LIMIT_BYTES } from "../planner/config";
 import { DNS_LABEL, ORDER_LABEL } from "../planner/names";
 import { redact } from "../planner/redact";
 import type { ClusterOrder, DesiredBmi, ObservedBmi, WorkerPhase } from "../planner/types";
 import { formatCreateRejection } from "./createRejection";
 import { formatDeleteRefusal } from "./deleteRefusal";
-import { kubeFor, UNKNOWN } from "./providerHost";
-import type { FulfillmentConnection } from "../config/settings";
+import { isUnknown, kubeFor, withFulfillment } from "./providerHost";
+import { type FulfillmentConnection, providerSettings } from "../config/settings";
 
+/** Re-exported for index.ts and controller/app.ts, which import it from here. */
 
 /**
  * Where the provider checks, before any Delete, that the planner retired this BMI (invariant I1): the
@@ -53,7 +54,6 @@ export interface BareMetalInstanceOutputs extends BareMetalInstanceInputs {
   failureMessage?: string;
 }
 
-export const USER_DATA_MAX_BYTES = 65_536;
 /**
  * Create-only on the service. A difference is never a change of the existing BMI (invariant I2): the
  * planner reports it as drift, and only a new incarnation is created with the new values.
@@ -65,37 +65,6 @@ const MUTABLE_INPUTS = ["labels", "annotations", "connection", "guard"] as const
 export const RETIRED_PHASES: readonly WorkerPhase[] = ["Unbinding", "Deleting", "Failed"];
 /** Bounds the server's text carried in a Create rejection. */
 const MAX_REJECTION_MESSAGE = 500;
-
-const isUnknown = (v: unknown) => v === UNKNOWN;
-
-function envMs(key: string, fallback: number): number {
-  const v = Number(process.env[key]);
-  return Number.isFinite(v) && v > 0 ? v : fallback;
-}
-
-/** The fulfillment client options for a connection (the program builds its own client the same way). */
-export function connectionOptions(conn: FulfillmentConnection): FulfillmentClientOptions {
-  return {
-    address: conn.address,
-    transport: conn.plaintext ? { kind: "plaintext" } : { kind: "tls", caFile: conn.caFile },
-    tokenFile: conn.tokenFile,
-    // Per-call deadline override (BMW_FULFILLMENT_DEADLINE_MS), e.g. for the fault suite's latency faults.
-    ...(process.env.BMW_FULFILLMENT_DEADLINE_MS ? { deadlineMs: envMs("BMW_FULFILLMENT_DEADLINE_MS", 30_000) } : {}),
-  };
-}
-
-function client(conn: FulfillmentConnection): FulfillmentClient {
-  return new FulfillmentClient(connectionOptions(conn));
-}
-
-async function withClient<T>(conn: FulfillmentConnection, fn: (c: FulfillmentClient) => Promise<T>): Promise<T> {
-  const c = client(conn);
-  try {
-    return await fn(c);
-  } finally {
-    c.close();
-  }
-}
 
 /** The service's view of one BMI, in the planner's words. */
 export function observe(bmi: BareMetalInstanceOut): Pick<BareMetalInstanceOutputs, "bmiId" | "state" | "deleting" | "macs" | "failureReason" | "failureMessage"> {
@@ -117,8 +86,8 @@ export function check(_olds: Partial<BareMetalInstanceInputs>, news: BareMetalIn
   if (!isUnknown(news.tenant) && news.tenant !== SYSTEM_TENANT) bad("tenant", `BMIs are created in tenant '${SYSTEM_TENANT}' only`);
   if (!isUnknown(news.userData)) {
     if (typeof news.userData !== "string" || news.userData === "") bad("userData", "userData (the discovery ignition) is required");
-    else if (Buffer.byteLength(news.userData, "utf8") > USER_DATA_MAX_BYTES) {
-      bad("userData", `userData is ${Buffer.byteLength(news.userData, "utf8")} bytes; the service accepts at most ${USER_DATA_MAX_BYTES}`);
+    else if (Buffer.byteLength(news.userData, "utf8") > USER_DATA_HARD_LIMIT_BYTES) {
+      bad("userData", `userData is ${Buffer.byteLength(news.userData, "utf8")} bytes; the service accepts at most ${USER_DATA_HARD_LIMIT_BYTES}`);
     }
   }
   for (const key of ["catalogItem", "instanceType", "diskImage"] as const) {
@@ -221,7 +190,7 @@ async function adoptById(c: FulfillmentClient, inputs: BareMetalInstanceInputs, 
  * adopted: the create fails and the planner picks a fresh incarnation name.
  */
 export async function create(inputs: BareMetalInstanceInputs): Promise<pulumi.dynamic.CreateResult<BareMetalInstanceOutputs>> {
-  return withClient(inputs.connection, async (c) => {
+  return withFulfillment(inputs.connection, async (c) => {
     if (inputs.adoptId) {
       const bmi = await adoptById(c, inputs, inputs.adoptId);
       return { id: bmi.id, outs: outputsOf(inputs, bmi) };
@@ -269,7 +238,7 @@ export function createRejectionOf(err: unknown, inputs: Pick<BareMetalInstanceIn
 
 /** Refresh: the BMI's real state, MACs and labels; an empty id when it is gone. */
 export async function read(id: string, props: BareMetalInstanceOutputs): Promise<pulumi.dynamic.ReadResult<BareMetalInstanceOutputs>> {
-  return withClient(props.connection, async (c) => {
+  return withFulfillment(props.connection, async (c) => {
     try {
       const bmi = await c.bareMetalInstances.get(id);
       failpoint("bmi.read.afterGet"); // fault suite: killed during a refresh
@@ -297,7 +266,7 @@ export async function update(id: string, olds: BareMetalInstanceOutputs, news: B
   if (same(olds.labels, news.labels) && same(olds.annotations, news.annotations)) {
     return { outs: { ...olds, ...next } };
   }
-  return withClient(news.connection, async (c) => {
+  return withFulfillment(news.connection, async (c) => {
     const live = await c.bareMetalInstances.get(id);
     const labels: Record<string, string> = { ...news.labels };
     const annotations: Record<string, string> = { ...news.annotations };
@@ -382,12 +351,9 @@ async function checkDeleteAllowed(id: string, name: string, guard: DeleteGuard |
   if (!decision.allowed) throw refusal(id, name, guard.slot, decision.reason);
 }
 
-/** The program's hub kubeconfig, as the program itself finds it (config/settings.ts). */
-const hubKubeconfig = () => process.env.BMW_KUBECONFIG || process.env.KUBECONFIG;
-
 async function checkUnguardedDelete(id: string, name: string, orderUid: string | undefined): Promise<void> {
   if (!orderUid) throw refusal(id, name, "unknown", `it carries no ${ORDER_LABEL} label, so its ClusterOrder cannot be found`);
-  const kubeconfig = hubKubeconfig();
+  const kubeconfig = providerSettings().hubKubeconfigPath;
   if (!kubeconfig) throw refusal(id, name, "unknown", "the stack records no guard and no hub kubeconfig is set (BMW_KUBECONFIG), so the deletion cannot be checked");
   let orders: ClusterOrder[];
   try {
@@ -405,7 +371,7 @@ async function checkUnguardedDelete(id: string, name: string, orderUid: string |
  * A BMI that is gone or already being deleted needs nothing more.
  */
 export async function remove(id: string, props: BareMetalInstanceOutputs): Promise<void> {
-  await withClient(props.connection, async (c) => {
+  await withFulfillment(props.connection, async (c) => {
     let bmi: BareMetalInstanceOut;
     try {
       bmi = await c.bareMetalInstances.get(id);

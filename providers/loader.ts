@@ -5,12 +5,6 @@
 // itself only require()s built-ins. The project root is BMW_PROJECT_ROOT, else the working directory
 // (the program's directory, where the provider host runs).
 
-/** Absolute project root as seen by the provider host. */
-export function projectRoot(): string {
-  const path: typeof import("node:path") = require("node:path");
-  return path.resolve(process.env.BMW_PROJECT_ROOT || process.cwd());
-}
-
 /**
  * require()s `relPath` (a .ts file under the project root), registering ts-node in transpile-only mode
  * once per process unless a TypeScript loader is already installed.

@@ -1,10 +1,17 @@
 // What every provider's logic shares inside the dynamic provider host: Pulumi's placeholder for a
-// value not known during preview, and one Kubernetes client per kubeconfig path for the life of the
-// host process (a fresh client per call would re-read the file and open new connections every time).
+// value not known during preview, one Kubernetes client per kubeconfig path and one fulfillment client
+// per connection for the life of the host process (a fresh client per call would re-read the files and
+// open a new connection every time).
+import * as crypto from "node:crypto";
+import * as fs from "node:fs";
+import * as pulumi from "@pulumi/pulumi";
+import { FulfillmentClient, isTransient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
+import type { FulfillmentConnection } from "../config/settings";
+import { connectionOptions } from "./fulfillmentConnection";
 
-/** Pulumi's placeholder for values not known during preview. */
-export const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+/** Whether `v` is Pulumi's placeholder for a value not known during preview. */
+export const isUnknown = (v: unknown): boolean => v === pulumi.runtime.unknownValue;
 
 const kubes = new Map<string, Kube>();
 
@@ -16,4 +23,77 @@ export function kubeFor(path: string): Kube {
     kubes.set(path, k);
   }
   return k;
+}
+
+interface HeldClient {
+  client: FulfillmentClient;
+  /** Operations using the client right now. */
+  users: number;
+  /** Replaced after a failure: closed once its last user is done. */
+  retired: boolean;
+}
+
+/** The current client per connection key. */
+const fulfillments = new Map<string, HeldClient>();
+/** Every client not closed yet, current or retired. */
+const open = new Set<HeldClient>();
+let closeOnExit = false;
+
+/**
+ * The connection's identity: its options and the CA bundle's content, so a CA file rotated in place
+ * gets a new client. The token is not part of it: the client reads the token file on every call.
+ */
+function connectionKey(conn: FulfillmentConnection): string {
+  const options = connectionOptions(conn);
+  const ca = options.transport.kind === "tls" && options.transport.caFile
+    ? crypto.createHash("sha256").update(fs.readFileSync(options.transport.caFile)).digest("hex") : "";
+  return JSON.stringify([options, ca]);
+}
+
+function acquire(conn: FulfillmentConnection): HeldClient {
+  const key = connectionKey(conn);
+  let held = fulfillments.get(key);
+  if (!held) {
+    if (!closeOnExit) process.once("exit", closeFulfillmentClients);
+    closeOnExit = true;
+    held = { client: new FulfillmentClient(connectionOptions(conn)), users: 0, retired: false };
+    fulfillments.set(key, held);
+    open.add(held);
+  }
+  held.users++;
+  return held;
+}
+
+function release(held: HeldClient): void {
+  held.users--;
+  if (held.retired && held.users === 0 && open.delete(held)) held.client.close();
+}
+
+function retire(held: HeldClient): void {
+  held.retired = true;
+  for (const [key, current] of fulfillments) if (current === held) fulfillments.delete(key);
+}
+
+/**
+ * Runs `fn` with the host's fulfillment client for `conn`. The channel reconnects by itself, but after
+ * an outage gRPC backs off and fails calls at once for a while; so a client that saw the service
+ * unavailable is replaced, and the next operation connects afresh (a Create is never retried in place).
+ */
+export async function withFulfillment<T>(conn: FulfillmentConnection, fn: (c: FulfillmentClient) => Promise<T>): Promise<T> {
+  const held = acquire(conn);
+  try {
+    return await fn(held.client);
+  } catch (err) {
+    if (isTransient(err)) retire(held);
+    throw err;
+  } finally {
+    release(held);
+  }
+}
+
+/** Closes every fulfillment client of the host (on process exit; tests call it too). */
+export function closeFulfillmentClients(): void {
+  for (const held of open) held.client.close();
+  open.clear();
+  fulfillments.clear();
 }

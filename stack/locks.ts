@@ -109,12 +109,14 @@ export function forgetLockHolder(stateDir: string, hostname: string, pid: number
 
 /** The leader identity recorded for the process that took `lock` on `stack`, if any. */
 export function lockHolderOf(stateDir: string, stack: string, lock: Pick<DiyLock, "hostname" | "pid" | "timestamp">): string | undefined {
-  let o: Record<string, unknown>;
+  let parsed: unknown;
   try {
-    o = JSON.parse(fs.readFileSync(holderFile(stateDir, lock.hostname, lock.pid), "utf8")) as Record<string, unknown>;
+    parsed = JSON.parse(fs.readFileSync(holderFile(stateDir, lock.hostname, lock.pid), "utf8"));
   } catch {
     return undefined;
   }
+  if (typeof parsed !== "object" || parsed === null) return undefined;
+  const o: Record<string, unknown> = { ...parsed };
   if (typeof o.identity !== "string" || o.identity === "" || o.stack !== stack || o.hostname !== lock.hostname || o.pid !== lock.pid) return undefined;
   const started = new Date(typeof o.startedAt === "string" ? o.startedAt : NaN).getTime();
   const lockedAt = lock.timestamp.getTime();
@@ -263,10 +265,5 @@ export async function resolvePendingOperations(stack: DeploymentStore): Promise<
   delete deployment.pending_operations;
   await stack.importStack({ ...state, deployment });
   return pending;
-}
-
-/** Processes of `pulumi` that hold locks of this stack on this host (for diagnostics). */
-export function describeLocks(locks: DiyLock[]): string {
-  return locks.map((l) => `${path.basename(l.file)}: pid ${l.pid} ${l.username}@${l.hostname} since ${l.timestamp.toISOString()}`).join("; ");
 }
 

@@ -11,28 +11,26 @@
 //
 // State on a file backend stays bounded (stack/stateRetention.ts): no checkpoint backup copies, and
 // the oldest history entries beyond BMW_HISTORY_RETENTION (default 100) are pruned after each operation.
-import { type ChildProcess, execFile, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
-import type { OpMap, UpdateKind, UpdateResult } from "@pulumi/pulumi/automation";
+import { historyRetention } from "../config/settings";
+import type { OrderRef } from "../io/observe";
+import { writeHandoff } from "../io/handoff";
 import { stackName } from "../planner/names";
-import {
-  clearStaleLocks, DeploymentStore, forgetLockHolder, LockSweep, PendingOperation, readLocks, recordLockHolder,
-  resolvePendingOperations, StaleLockPolicy, stateDirOf,
-} from "./locks";
-import { DEFAULT_HISTORY_RETENTION, DISABLE_BACKUPS_ENV, prunedCount, pruneStackState, StateSize } from "./stateRetention";
-import * as yaml from "js-yaml";
 import { NotLeaderError } from "../lib/notLeader";
-import { descendants } from "../lib/procfs";
+import { changeCounts, summarizeEventLog } from "./eventLog";
+import { type HistoryEntry, oneLine, readHistory } from "./history";
+import { KeyedMutex } from "./keyedMutex";
+import { type LeaseOwner, LeaderProcesses } from "./leaderProcesses";
+import { clearStaleLocks, resolvePendingOperations, StaleLockPolicy, stateDirOf } from "./locks";
 import { programDigest } from "./programDigest";
-import { PROJECT_ROOT, pulumiEnv, Toolchain, toolchain } from "./toolchain";
-
-export interface OrderRef {
-  namespace: string;
-  name: string;
-}
+import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
+import { encryptedStore, runPulumi, stackProcessEnv } from "./pulumiProcess";
+import { prepareWorkDir, SettingsFileCache } from "./settingsFile";
+import { prunedCount, pruneStackState, StateSize } from "./stateRetention";
+import { PROJECT_ROOT, Toolchain, toolchain } from "./toolchain";
 
 export interface StackManagerOptions {
   /** Directory of the program (index.ts; resolves node_modules). Default: the repository root. */
@@ -51,126 +49,9 @@ export interface StackManagerOptions {
   parallelism?: number;
   /** Type-check the TypeScript program on every run. Default false (the build type-checks it). */
   typecheck?: boolean;
-  /** History entries kept per stack on a file backend. Default: envVars.BMW_HISTORY_RETENTION, else 100. */
+  /** History entries kept per stack on a file backend. Default: envVars.BMW_HISTORY_RETENTION (config/settings.ts), else 100. */
   historyRetention?: number;
   toolchain?: Toolchain;
-}
-
-/** The leader this process acts for, and how to tell that another leader has stopped acting (run.ts). */
-export interface LeaseOwner {
-  identity: string;
-  isHolderGone: (identity: string) => boolean;
-  /** Whether this process leads now (LeaderElector.isLeading); no pulumi process starts while it is false. */
-  isLeading: () => boolean;
-}
-
-/** Resource changes of an operation, always with the four counts the status and logs use. */
-export interface ChangeCounts {
-  create: number;
-  update: number;
-  delete: number;
-  replace: number;
-  same: number;
-}
-
-export interface OperationResult {
-  summary: UpdateResult;
-  changes: ChangeCounts;
-  durationMs: number;
-}
-
-export interface UpResult extends OperationResult {
-  /** Stack outputs; secret values are replaced by "[secret]". */
-  outputs: Record<string, unknown>;
-}
-
-export interface RunOptions {
-  /** One-line summary of the change, stored as the update message (history shows it). */
-  message?: string;
-  onOutput?: (chunk: string) => void;
-  /** Aborting sends SIGINT: the engine finishes in-flight steps, writes state and unlocks. */
-  signal?: AbortSignal;
-  /** `up` only: read every resource first (`--refresh`), so drift made outside Pulumi is part of the diff. */
-  refresh?: boolean;
-}
-
-export interface PreviewResult {
-  changeSummary: OpMap;
-  /** Human-readable diff (`pulumi preview --diff`, no colour). */
-  stdout: string;
-}
-
-export interface HistoryEntry {
-  /** 1 for the first update of the stack, consecutive, stable when old entries are pruned (the DIY backend reports version 0 for all). */
-  number: number;
-  /** Same as `number` (Pulumi's own version field is always 0 on a DIY backend). */
-  version: number;
-  kind: UpdateKind;
-  result: UpdateResult;
-  message: string;
-  startTime: Date;
-  endTime?: Date;
-  resourceChanges: OpMap;
-  /** Config at that update; secret values appear as "[secret]". */
-  config: Record<string, { value: string; secret: boolean }>;
-}
-
-export interface StackState {
-  version: number;
-  deployment: unknown;
-}
-
-export interface RecoveryReport {
-  /** Undefined when the backend is not a file backend (locks cannot be inspected). */
-  locks?: LockSweep;
-  pendingCleared: PendingOperation[];
-}
-
-const PROGRAM_ENV_KEY = /^(BMW_[A-Z0-9_]+|KUBECONFIG)$/;
-const HISTORY_PAGE = 100;
-const MAX_MESSAGE = 1000;
-
-/** Lock contention on any backend (DIY lock files or a service's 409). */
-export function isLockedError(e: unknown): boolean {
-  const text = e instanceof Error ? `${e.message} ${(e as { commandResult?: { stderr?: string } }).commandResult?.stderr ?? ""}` : String(e);
-  return /currently locked by|Another update is currently in progress|\[409\] Conflict/i.test(text);
-}
-
-/** Why `rollback --to <update>` finds no such entry: pruned by the history retention, or never made. */
-export function missingUpdateMessage(update: number, entries: HistoryEntry[]): string {
-  const newest = entries[0]?.number ?? 0;
-  const oldest = entries.at(-1)?.number ?? 1;
-  if (Number.isInteger(update) && update >= 1 && update < oldest) {
-    return `update ${update} was pruned: the stack keeps its last ${entries.length} updates (${oldest}..${newest}; BMW_HISTORY_RETENTION)`;
-  }
-  return `update ${update} does not exist (the stack has updates ${entries.length ? `${oldest}..${newest}` : "none"})`;
-}
-
-/** Keeps the update message to one line of bounded length. */
-export function oneLine(message: string): string {
-  const flat = message.replace(/\s*[\r\n]+\s*/g, " ").trim();
-  return flat.length > MAX_MESSAGE ? `${flat.slice(0, MAX_MESSAGE - 1)}…` : flat;
-}
-
-export function changeCounts(m: OpMap | undefined): ChangeCounts {
-  const n = (k: keyof OpMap) => m?.[k] ?? 0;
-  return { create: n("create"), update: n("update"), delete: n("delete"), replace: n("replace"), same: n("same") };
-}
-
-/** Runs functions one at a time per key, in call order. */
-class KeyedMutex {
-  private readonly tails = new Map<string, Promise<unknown>>();
-
-  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(key) ?? Promise.resolve();
-    const next = prev.catch(() => undefined).then(fn);
-    this.tails.set(key, next);
-    try {
-      return await next;
-    } finally {
-      if (this.tails.get(key) === next) this.tails.delete(key);
-    }
-  }
 }
 
 export class StackManager {
@@ -184,22 +65,20 @@ export class StackManager {
   private command?: Promise<PulumiCommand>;
   private workspace?: Promise<LocalWorkspace>;
   private readonly stacks = new Map<string, Promise<Stack>>();
-  private readonly configCache = new Map<string, { mtimeMs: number; values: Map<string, string | undefined> }>();
+  private readonly settingsFiles: SettingsFileCache;
   /**
    * Stacks recovered by this process whose operations have all succeeded since: nothing of theirs can have
    * been left half-done, so recover() need not export their state again (a pulumi process per update).
    * A failed operation, or a new process, makes the next recover() look again.
    */
   private readonly known = new Set<string>();
-  private projectKeys?: Set<string>;
   /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
   private readonly perStack = new KeyedMutex();
   private readonly selection = new KeyedMutex();
   readonly historyRetention: number;
   private readonly stateSize?: StateSize;
   private owner?: LeaseOwner;
-  /** Pulumi processes this manager started that are still running (aborted when leadership is lost). */
-  private readonly children = new Set<ChildProcess>();
+  private readonly processes: LeaderProcesses;
 
   constructor(opts: StackManagerOptions = {}) {
     this.tc = opts.toolchain ?? toolchain();
@@ -214,30 +93,16 @@ export class StackManager {
     }
     const stateDir = stateDirOf(this.backendUrl);
     if (stateDir) fs.mkdirSync(stateDir, { recursive: true });
-    this.historyRetention = opts.historyRetention ?? Number(opts.envVars?.BMW_HISTORY_RETENTION || DEFAULT_HISTORY_RETENTION);
+    this.historyRetention = opts.historyRetention ?? historyRetention(opts.envVars ?? {});
     if (!Number.isInteger(this.historyRetention) || this.historyRetention < 1) {
-      throw new Error(`history retention must be a positive integer, got ${opts.historyRetention ?? opts.envVars?.BMW_HISTORY_RETENTION}`);
+      throw new Error(`history retention must be a positive integer, got ${opts.historyRetention}`);
     }
-
-    const passphraseFile = opts.passphraseFile ?? process.env.PULUMI_CONFIG_PASSPHRASE_FILE;
-    if (!passphraseFile && process.env.PULUMI_CONFIG_PASSPHRASE === undefined) {
-      throw new Error("no secrets passphrase: set passphraseFile (or PULUMI_CONFIG_PASSPHRASE_FILE)");
-    }
-    if (passphraseFile && !fs.existsSync(passphraseFile)) throw new Error(`passphrase file ${passphraseFile} does not exist`);
-
-    const extra = opts.envVars ?? {};
-    const rejected = Object.keys(extra).filter((k) => !PROGRAM_ENV_KEY.test(k));
-    if (rejected.length > 0) throw new Error(`envVars accepts only BMW_* keys and KUBECONFIG; rejected: ${rejected.join(", ")}`);
-
-    this.env = pulumiEnv(this.tc, {
-      PULUMI_BACKEND_URL: this.backendUrl,
-      ...(passphraseFile ? { PULUMI_CONFIG_PASSPHRASE_FILE: path.resolve(passphraseFile) } : {}),
-      PULUMI_NODEJS_TRANSPILE_ONLY: opts.typecheck ? "false" : "true",
-      [DISABLE_BACKUPS_ENV]: "true",
-      ...extra,
-    });
+    this.env = stackProcessEnv(this.tc, { backendUrl: this.backendUrl, passphraseFile: opts.passphraseFile, typecheck: opts.typecheck,
+      programEnv: opts.envVars ?? {} });
     this.parallelism = opts.parallelism;
     this.projectName = prepareWorkDir(this.programDir, this.workDir);
+    this.processes = new LeaderProcesses(stateDir, this.projectName);
+    this.settingsFiles = new SettingsFileCache(this.workDir, this.projectName);
     if (stateDir) this.stateSize = new StateSize(stateDir, this.projectName);
   }
 
@@ -273,14 +138,7 @@ export class StackManager {
    * A killed update leaves pending operations that recover() clears; every create is idempotent.
    */
   abortRunning(killAfterMs = 2000): void {
-    for (const child of this.children) {
-      child.kill("SIGINT");
-      const timer = setTimeout(() => {
-        if (child.exitCode === null && child.signalCode === null && child.pid) killTree(child.pid);
-      }, killAfterMs);
-      timer.unref();
-      child.once("close", () => clearTimeout(timer));
-    }
+    this.processes.abortAll(killAfterMs);
   }
 
   /** Bytes of the file backend's state directory (the bmw_state_bytes gauge); undefined for other backends. */
@@ -329,7 +187,7 @@ export class StackManager {
     const stack = await this.ensureStack(ref);
     await this.perStack.run(stack.name, () => stack.setAllConfig(
       Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { value: v.value, secret: v.secret ?? false }]))));
-    this.configCache.delete(stack.name);
+    this.settingsFiles.forget(stack.name);
   }
 
   /**
@@ -339,63 +197,29 @@ export class StackManager {
    * Values are cached until the settings file changes.
    */
   async getConfig(ref: OrderRef, key: string): Promise<string | undefined> {
-    const name = this.stackName(ref);
-    const file = path.join(this.workDir, `Pulumi.${name}.yaml`);
-    const mtimeMs = fs.existsSync(file) ? fs.statSync(file).mtimeMs : -1;
-    let cached = this.configCache.get(name);
-    if (!cached || cached.mtimeMs !== mtimeMs) {
-      cached = { mtimeMs, values: new Map() };
-      this.configCache.set(name, cached);
-    }
-    if (cached.values.has(key)) return cached.values.get(key);
-    const plain = this.projectDefaults().has(key) ? { known: false } : plainSettingsValue(file, `${this.projectName}:${key}`);
-    if (plain.known) {
-      cached.values.set(key, plain.value);
-      return plain.value;
-    }
+    const cached = this.settingsFiles.read(this.stackName(ref), key);
+    if (cached.known) return cached.value;
     const stack = await this.ensureStack(ref);
     const value = await stack.getConfig(key).then((v) => v.value, () => undefined);
-    cached.values.set(key, value);
+    cached.remember(value);
     return value;
-  }
-
-  /** Config keys that Pulumi.yaml declares (they may have defaults: read those through the CLI). */
-  private projectDefaults(): Set<string> {
-    if (!this.projectKeys) {
-      const doc = yaml.load(fs.readFileSync(path.join(this.workDir, "Pulumi.yaml"), "utf8")) as { config?: Record<string, unknown> } | null;
-      this.projectKeys = new Set(Object.keys(doc?.config ?? {}));
-    }
-    return this.projectKeys;
   }
 
   /**
    * `pulumi up` on the order's stack. Run as one CLI process with an engine event log rather than through
    * Stack.up: that also runs `stack output` twice and `stack history` once after every update (measured
    * by `npm run bench`: ~0.9 s and three processes per update), while the event log already holds the
-   * change summary and the stack's outputs (secrets masked).
+   * change summary and the stack's outputs (secret values are "[secret]").
    */
-  async up(ref: OrderRef, opts: RunOptions = {}): Promise<UpResult> {
+  async up(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult & { outputs: Record<string, unknown> }> {
     const stack = await this.ensureStack(ref);
     return this.perStack.run(stack.name, async () => {
       this.assertLeading("up", stack.name);
-      const t0 = Date.now();
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-up-"));
-      const eventLog = path.join(dir, "events.jsonl");
-      const args = ["up", "--yes", "--skip-preview", "--color", "never", "--exec-kind", "auto.local", "--event-log", eventLog];
-      if (opts.message) args.push("--message", oneLine(opts.message));
-      if (opts.refresh) args.push("--refresh");
-      if (this.parallelism) args.push("--parallel", String(this.parallelism));
-      args.push("--stack", stack.name, "--non-interactive");
       try {
-        await this.runCli(stack.name, args, opts);
-        const { changes, outputs } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
-        return { summary: "succeeded", changes: changeCounts(changes), durationMs: Date.now() - t0, outputs };
+        return await this.runWithEventLog("up", stack.name, opts, ref);
       } catch (err) {
         this.known.delete(stack.name);
-        throw this.lostLeadership(err, "up", stack.name);
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-        await this.pruneState(stack.name);
+        throw err;
       }
     });
   }
@@ -407,7 +231,7 @@ export class StackManager {
     return { changeSummary: r.changeSummary, stdout: r.stdout };
   }
 
-  async refresh(ref: OrderRef, opts: RunOptions = {}): Promise<OperationResult> {
+  async refresh(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult> {
     const stack = await this.ensureStack(ref);
     return this.tracked(stack.name, async () => {
       const t0 = Date.now();
@@ -420,28 +244,37 @@ export class StackManager {
   }
 
   /** `pulumi destroy` as one CLI process (like up), so that it is recorded for the Lease holder and abortable. */
-  async destroy(ref: OrderRef, opts: RunOptions = {}): Promise<OperationResult> {
+  async destroy(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult> {
     const stack = await this.ensureStack(ref);
     return this.tracked(stack.name, async () => {
       this.assertLeading("destroy", stack.name);
-      const t0 = Date.now();
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-destroy-"));
-      const eventLog = path.join(dir, "events.jsonl");
-      const args = ["destroy", "--yes", "--skip-preview", "--color", "never", "--exec-kind", "auto.local", "--event-log", eventLog];
-      if (opts.message) args.push("--message", oneLine(opts.message));
-      if (this.parallelism) args.push("--parallel", String(this.parallelism));
-      args.push("--stack", stack.name, "--non-interactive");
-      try {
-        await this.runCli(stack.name, args, opts);
-        const { changes } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
-        return { summary: "succeeded" as const, changes: changeCounts(changes), durationMs: Date.now() - t0 };
-      } catch (err) {
-        throw this.lostLeadership(err, "destroy", stack.name);
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-        await this.pruneState(stack.name);
-      }
+      const { summary, changes, durationMs } = await this.runWithEventLog("destroy", stack.name, opts);
+      return { summary, changes, durationMs };
     });
+  }
+
+  /** `pulumi up|destroy` with an engine event log, which then gives the change summary and the stack's outputs. */
+  private async runWithEventLog(command: "up" | "destroy", stackName: string, opts: OperationOptions, ref?: OrderRef) {
+    const t0 = Date.now();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bmw-${command}-`));
+    const eventLog = path.join(dir, "events.jsonl");
+    const args = [command, "--yes", "--skip-preview", "--color", "never", "--exec-kind", "auto.local", "--event-log", eventLog];
+    if (opts.message) args.push("--message", oneLine(opts.message));
+    if (command === "up" && opts.refresh) args.push("--refresh");
+    if (this.parallelism) args.push("--parallel", String(this.parallelism));
+    args.push("--stack", stackName, "--non-interactive");
+    try {
+      // The handoff lives in the run's private directory (0700), removed with it below.
+      const handoff = command === "up" && opts.observation && ref ? writeHandoff(dir, ref, opts.observation) : {};
+      await this.runCli(stackName, args, opts, handoff);
+      const { changes, outputs } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
+      return { summary: "succeeded" as const, changes: changeCounts(changes), durationMs: Date.now() - t0, outputs };
+    } catch (err) {
+      throw this.lostLeadership(err, command, stackName);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await this.pruneState(stackName);
+    }
   }
 
   /**
@@ -452,24 +285,7 @@ export class StackManager {
     const stack = await this.ensureStack(ref);
     const stateDir = stateDirOf(this.backendUrl);
     const offset = stateDir ? prunedCount(stateDir, this.projectName, stack.name) : 0;
-    const all: Awaited<ReturnType<Stack["history"]>> = [];
-    // The CLI pages history 10 at a time unless told otherwise: walk every page.
-    for (let page = 1; ; page++) {
-      const batch = await stack.history(HISTORY_PAGE, page, false);
-      all.push(...batch);
-      if (batch.length < HISTORY_PAGE) break;
-    }
-    return all.map((h, i) => ({
-      number: offset + all.length - i,
-      version: offset + all.length - i,
-      kind: h.kind,
-      result: h.result,
-      message: h.message,
-      startTime: h.startTime,
-      endTime: h.endTime,
-      resourceChanges: h.resourceChanges ?? {},
-      config: Object.fromEntries(Object.entries(h.config ?? {}).map(([k, v]) => [k, { value: String(v.value), secret: v.secret === true }])),
-    }));
+    return readHistory(stack, offset);
   }
 
   async exportStack(ref: OrderRef): Promise<StackState> {
@@ -533,7 +349,7 @@ export class StackManager {
       const ws = await this.ws();
       await this.selection.run("select", () => ws.removeStack(name, { force: opts.force }));
       this.stacks.delete(name);
-      this.configCache.delete(name);
+      this.settingsFiles.forget(name);
       this.known.delete(name);
     });
   }
@@ -560,68 +376,28 @@ export class StackManager {
    * Export and import of the latest state *without* --show-secrets (the Automation API's export always
    * decrypts): secrets stay ciphertext, through a 0600 file in a 0700 directory that is always removed.
    */
-  private encryptedStore(stackName: string): DeploymentStore {
-    const run = (args: string[]) => new Promise<void>((resolve, reject) => {
-      this.assertLeading(`pulumi ${args.slice(0, 2).join(" ")}`, stackName);
-      const child = execFile(path.join(this.tc.pulumiRoot, "bin", "pulumi"), [...args, "--stack", stackName, "--non-interactive"],
-        { cwd: this.workDir, env: { ...process.env, ...this.env }, maxBuffer: 256 * 1024 * 1024 },
-        (err, _stdout, stderr) => (err ? reject(new Error(`pulumi ${args.slice(0, 2).join(" ")} --stack ${stackName}: ${stderr.trim() || err.message}`)) : resolve()));
-      this.track(stackName, child);
+  private encryptedStore(stackName: string) {
+    return encryptedStore({
+      bin: path.join(this.tc.pulumiRoot, "bin", "pulumi"), cwd: this.workDir, env: this.env, stackName,
+      tmpParent: stateDirOf(this.backendUrl) ?? os.tmpdir(),
+      beforeStart: (what) => this.assertLeading(what, stackName),
+      onSpawn: (child) => this.processes.track(stackName, child, this.owner),
     });
-    const withFile = async <T>(fn: (file: string) => Promise<T>): Promise<T> => {
-      const dir = fs.mkdtempSync(path.join(stateDirOf(this.backendUrl) ?? os.tmpdir(), ".export-"));
-      try {
-        return await fn(path.join(dir, "state.json"));
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
-    };
-    return {
-      exportStack: () => withFile(async (file) => {
-        await run(["stack", "export", "--file", file]);
-        fs.chmodSync(file, 0o600);
-        return JSON.parse(fs.readFileSync(file, "utf8")) as { version: number; deployment: unknown };
-      }),
-      importStack: (state) => withFile(async (file) => {
-        fs.writeFileSync(file, JSON.stringify(state), { mode: 0o600 });
-        await run(["stack", "import", "--file", file]);
-      }),
-    };
   }
 
-  /** Runs a pulumi command on a stack as a tracked process (see track). */
-  private runCli(stackName: string, args: string[], opts: RunOptions): Promise<string> {
+  /** Runs a pulumi command on a stack as a tracked process (see LeaderProcesses.track). */
+  private runCli(stackName: string, args: string[], opts: OperationOptions, programEnv: Record<string, string> = {}): Promise<string> {
     try {
       this.assertLeading(`pulumi ${args[0]}`, stackName);
     } catch (err) {
       return Promise.reject(err);
     }
     return runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
-      cwd: this.workDir, env: { ...this.env, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
-      onSpawn: (child) => this.track(stackName, child),
+      cwd: this.workDir, env: { ...this.env, ...programEnv, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
+      onSpawn: (child) => this.processes.track(stackName, child, this.owner),
     });
   }
 
-  /**
-   * Registers a pulumi process just started: abortable by abortRunning, and, while this process acts for a
-   * Lease holder, recorded as that leader's, so that the lock it takes can be judged by the Lease
-   * (locks.ts). Written right after the spawn, before the CLI has started far enough to lock.
-   */
-  private track(stackName: string, child: ChildProcess): void {
-    const pid = child.pid;
-    if (pid === undefined) return;
-    this.children.add(child);
-    const stateDir = stateDirOf(this.backendUrl);
-    const hostname = os.hostname();
-    const owner = this.owner;
-    if (stateDir && owner) recordLockHolder(stateDir, { identity: owner.identity, hostname, pid, stack: stackName, startedAt: new Date() });
-    child.once("close", () => {
-      this.children.delete(child);
-      // A killed process leaves its lock: the record stays with it, for the next leader to judge.
-      const leftLock = stateDir && readLocks(stateDir, this.projectName, stackName).some((l) => l.pid === pid && l.hostname === hostname);
-      if (stateDir && owner && !leftLock) forgetLockHolder(stateDir, hostname, pid);
-    });
-  }
 
   /** Applies the history retention after an operation (file backend only) and re-measures the stack's size. */
   private async pruneState(stackName: string): Promise<void> {
@@ -630,14 +406,10 @@ export class StackManager {
     try {
       pruneStackState(stateDir, this.projectName, stackName, this.historyRetention);
       await this.stateSize?.stackChanged(stackName);
-    } catch (err) {
+    } catch {
       // Never fail an operation that ran for the sake of its bookkeeping; the next operation prunes again.
-      this.pruneError = err instanceof Error ? err.message : String(err);
     }
   }
-
-  /** The last pruning failure, if any (for diagnostics). */
-  pruneError?: string;
 
   private async wsOptions() {
     return { pulumiCommand: await this.pulumiCommand(), pulumiHome: this.tc.pulumiHome, envVars: this.env };
@@ -647,114 +419,4 @@ export class StackManager {
     this.workspace ??= this.wsOptions().then((o) => LocalWorkspace.create({ workDir: this.workDir, ...o }));
     return this.workspace;
   }
-}
-
-/** A failed pulumi process: the message carries its output, `commandResult` its parts (as the Automation API's errors do). */
-export class PulumiCommandError extends Error {
-  override name = "PulumiCommandError";
-  constructor(readonly commandResult: { code: number; stdout: string; stderr: string }, args: string[]) {
-    super(`pulumi ${args[0]} failed with exit code ${commandResult.code}\n stdout: ${commandResult.stdout.slice(-4000)}\n stderr: ${commandResult.stderr.slice(-4000)}`);
-  }
-}
-
-/** Runs the pulumi CLI; output is streamed to onOutput; aborting sends SIGINT (the engine finishes in-flight steps). */
-export function runPulumi(bin: string, args: string[], o: {
-  cwd: string; env: Record<string, string>; onOutput?: (chunk: string) => void; signal?: AbortSignal; onSpawn?: (child: ChildProcess) => void;
-}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, {
-      cwd: o.cwd, env: { ...o.env, PULUMI_AUTOMATION_API: "true", PULUMI_DEBUG_COMMANDS: "true" }, stdio: ["ignore", "pipe", "pipe"],
-    });
-    o.onSpawn?.(child);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => {
-      stdout += d;
-      o.onOutput?.(d);
-    });
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    const abort = () => child.kill("SIGINT");
-    o.signal?.addEventListener("abort", abort, { once: true });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      o.signal?.removeEventListener("abort", abort);
-      if (code === 0) resolve(stdout);
-      else reject(new PulumiCommandError({ code: code ?? -1, stdout, stderr }, args));
-    });
-  });
-}
-
-/** SIGKILLs a process and every descendant (the language host and provider plugins of a pulumi CLI). */
-export function killTree(pid: number): void {
-  for (const p of descendants(pid)) {
-    try {
-      process.kill(p, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-}
-
-/**
- * The change summary and the root stack's outputs from an engine event log (one JSON event per line).
- * Secret outputs appear masked in events; they are reported as "[secret]".
- */
-export function summarizeEventLog(text: string): { changes: OpMap | undefined; outputs: Record<string, unknown> } {
-  let changes: OpMap | undefined;
-  const outputs: Record<string, unknown> = {};
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    let ev: { summaryEvent?: { resourceChanges?: OpMap }; resOutputsEvent?: { metadata?: { type?: string; new?: { outputs?: Record<string, unknown> } } } };
-    try {
-      ev = JSON.parse(line);
-    } catch {
-      continue; // a line cut short by a crash: the exit code already says what happened
-    }
-    if (ev.summaryEvent) changes = ev.summaryEvent.resourceChanges ?? {};
-    const md = ev.resOutputsEvent?.metadata;
-    if (md?.type === "pulumi:pulumi:Stack") {
-      for (const [k, v] of Object.entries(md.new?.outputs ?? {})) outputs[k] = v === "[secret]" ? "[secret]" : v;
-    }
-  }
-  return { changes, outputs };
-}
-
-/**
- * A config value as written in a stack settings file: known when the file is absent or parses and the
- * key is missing (no value) or a plain string; unknown (ask the CLI) for secrets, objects or bad YAML.
- */
-function plainSettingsValue(file: string, fullKey: string): { known: boolean; value?: string } {
-  if (!fs.existsSync(file)) return { known: true };
-  let doc: unknown;
-  try {
-    doc = yaml.load(fs.readFileSync(file, "utf8"));
-  } catch {
-    return { known: false };
-  }
-  // A stack settings file that imports an environment gets values from elsewhere too.
-  if ((doc as { environment?: unknown } | null)?.environment !== undefined) return { known: false };
-  const config = (doc as { config?: unknown } | null)?.config;
-  if (config === undefined || config === null) return { known: true };
-  if (typeof config !== "object") return { known: false };
-  const v = (config as Record<string, unknown>)[fullKey];
-  if (v === undefined) return { known: true };
-  return typeof v === "string" ? { known: true, value: v } : { known: false };
-}
-
-/**
- * Makes workDir a Pulumi project whose program is in programDir and returns the project name.
- * When they are the same directory the on-disk project is used as is.
- */
-function prepareWorkDir(programDir: string, workDir: string): string {
-  const source = fs.readFileSync(path.join(programDir, "Pulumi.yaml"), "utf8");
-  const name = /^name:\s*(\S+)\s*$/m.exec(source)?.[1];
-  if (!name) throw new Error(`${programDir}/Pulumi.yaml has no project name`);
-  if (workDir !== programDir) {
-    fs.mkdirSync(workDir, { recursive: true });
-    const withoutMain = source.split("\n").filter((l) => !/^main:/.test(l)).join("\n").trimEnd();
-    const text = `${withoutMain}\n# Generated by the reconciler: the program is the on-disk project at main.\nmain: ${programDir}\n`;
-    const target = path.join(workDir, "Pulumi.yaml");
-    if (!fs.existsSync(target) || fs.readFileSync(target, "utf8") !== text) fs.writeFileSync(target, text);
-  }
-  return name;
 }

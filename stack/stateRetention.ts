@@ -10,8 +10,6 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-export const DEFAULT_HISTORY_RETENTION = 100;
-
 /** Set for every pulumi process: no timestamped checkpoint copies under .pulumi/backups/. */
 export const DISABLE_BACKUPS_ENV = "PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS";
 
@@ -45,7 +43,8 @@ function names(dir: string): string[] {
 /** How many of the stack's oldest history entries were pruned (0 for a new stack). */
 export function prunedCount(stateDir: string, project: string, stack: string): number {
   try {
-    const n = (JSON.parse(fs.readFileSync(path.join(historyDir(stateDir, project, stack), PRUNED_FILE), "utf8")) as { pruned?: unknown }).pruned;
+    const doc: unknown = JSON.parse(fs.readFileSync(path.join(historyDir(stateDir, project, stack), PRUNED_FILE), "utf8"));
+    const n = typeof doc === "object" && doc !== null && "pruned" in doc ? doc.pruned : undefined;
     return typeof n === "number" && Number.isInteger(n) && n >= 0 ? n : 0;
   } catch {
     return 0;

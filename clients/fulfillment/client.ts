@@ -1,6 +1,7 @@
 // The single fulfillment-service client of the program: one channel, one ResourceClient per private
 // service it uses. Build it once per process (or per provider operation) and close() it after use.
 import { loadFulfillmentProtos } from "../../protos/fulfillment";
+import type { FulfillmentApi } from "./api";
 import { Connection, ConnectionOptions } from "./connection";
 import { ResourceClient } from "./resource";
 import type {
@@ -11,7 +12,7 @@ import type {
 
 export type FulfillmentClientOptions = ConnectionOptions;
 
-export class FulfillmentClient {
+export class FulfillmentClient implements FulfillmentApi {
   readonly bareMetalInstances: ResourceClient<BareMetalInstance, BareMetalInstanceOut>;
   readonly catalogItems: ResourceClient<BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut>;
   readonly instanceTypes: ResourceClient<BareMetalInstanceType, BareMetalInstanceTypeOut>;

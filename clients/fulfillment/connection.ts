@@ -52,7 +52,12 @@ function channelCredentials(transport: Transport): grpc.ChannelCredentials {
   return grpc.credentials.createSsl(transport.caFile ? fs.readFileSync(transport.caFile) : null);
 }
 
-export class Connection {
+/** What a ResourceClient needs from a connection: Connection over gRPC, or an in-memory service in tests. */
+export interface UnaryCaller {
+  unary<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: CallOptions): Promise<Res>;
+}
+
+export class Connection implements UnaryCaller {
   private readonly client: grpc.Client;
   private readonly deadlineMs: number;
 

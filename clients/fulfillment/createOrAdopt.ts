@@ -6,7 +6,8 @@
 import { RetryClock, RetryPolicy, retry } from "../retry";
 import { AlreadyExistsError, isTransient, UnavailableError } from "./errors";
 import { Filter } from "./filter";
-import { ResourceClient, SYSTEM_TENANT } from "./resource";
+import type { ResourceApi } from "./api";
+import { SYSTEM_TENANT } from "./resource";
 import type { BareMetalInstance, BareMetalInstanceOut } from "./types";
 
 /** The name is held by an object that is being deleted; it must not be adopted (OSAC-3266). */
@@ -43,7 +44,7 @@ export interface CreateOrAdoptResult {
 }
 
 export async function createOrAdopt(
-  bmis: ResourceClient<BareMetalInstance, BareMetalInstanceOut>,
+  bmis: Pick<ResourceApi<BareMetalInstance, BareMetalInstanceOut>, "list" | "listAll" | "get" | "create">,
   object: BareMetalInstance,
   opts: CreateOrAdoptOptions,
 ): Promise<CreateOrAdoptResult> {

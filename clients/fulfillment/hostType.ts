@@ -4,10 +4,8 @@
 // BareMetalInstanceType's network_ports say.
 import { NotFoundError } from "./errors";
 import { Filter } from "./filter";
-import type { ResourceClient } from "./resource";
-import type {
-  BareMetalInstanceTemplate, BareMetalInstanceTemplateOut, HostType, HostTypeOut,
-} from "./types";
+import type { ResourceApi, ResourceReader } from "./api";
+import type { BareMetalInstanceTemplateOut, HostTypeOut } from "./types";
 
 export interface HostTypeInterface {
   name: string;
@@ -27,8 +25,8 @@ export interface TemplateRef {
 }
 
 export interface HostTypeReaders {
-  templates: ResourceClient<BareMetalInstanceTemplate, BareMetalInstanceTemplateOut>;
-  hostTypes: ResourceClient<HostType, HostTypeOut>;
+  templates: ResourceReader<BareMetalInstanceTemplateOut>;
+  hostTypes: ResourceReader<HostTypeOut>;
 }
 
 /** Interfaces of a HostType a tenant attachment may use (the server refuses role "lifecycle"). */
@@ -50,7 +48,7 @@ async function getOrUndefined<T>(get: () => Promise<T>): Promise<T | undefined> 
  * of one name → "ambiguous": the server's answer cannot be predicted, so nothing is guessed.
  */
 async function byIdOrName<T>(
-  client: Pick<ResourceClient<never, T>, "get" | "listAll">, ref: TemplateRef, counter: { calls: number },
+  client: Pick<ResourceApi<never, T>, "get" | "listAll">, ref: TemplateRef, counter: { calls: number },
 ): Promise<T | "ambiguous" | undefined> {
   if (ref.id) {
     counter.calls++;

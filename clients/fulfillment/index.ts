@@ -1,4 +1,5 @@
 // Public surface of the fulfillment-service client. See client.ts for the entry point.
+export * from "./api";
 export * from "./client";
 export * from "./connection";
 export * from "./createOrAdopt";

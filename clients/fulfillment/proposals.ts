@@ -8,7 +8,7 @@
 //     osac.openshift.io/disk-image; a ClusterVersion without spec.disk_image may name its DiskImage
 //     (id or name) in the same annotation, which admins set until the field exists.
 import { Filter } from "./filter";
-import type { ResourceClient } from "./resource";
+import type { ResourceApi } from "./api";
 import type {
   BareMetalInstance, BareMetalInstanceImage, BareMetalInstanceOut, ClusterVersionOut, DiskImage, DiskImageOut,
 } from "./types";
@@ -35,7 +35,7 @@ export function instanceTypeOf(bmi: BareMetalInstanceOut): string | undefined {
  * on storage (fulfillment-api.md §11).
  */
 export async function storesInstanceType(
-  bmis: ResourceClient<BareMetalInstance, BareMetalInstanceOut>,
+  bmis: Pick<ResourceApi<BareMetalInstance, BareMetalInstanceOut>, "get">,
   created: BareMetalInstanceOut,
 ): Promise<boolean> {
   const asked = created.metadata?.labels[INSTANCE_TYPE_LABEL];
@@ -71,7 +71,7 @@ export function diskImageRefOf(cv: ClusterVersionOut): { id: string; name: strin
  * exist (the caller reports RHCOSImageNotFound and creates no BMI). Tries the id first, then the name.
  */
 export async function resolveDiskImage(
-  diskImages: ResourceClient<DiskImage, DiskImageOut>,
+  diskImages: Pick<ResourceApi<DiskImage, DiskImageOut>, "list">,
   cv: ClusterVersionOut,
 ): Promise<DiskImageOut | undefined> {
   const ref = diskImageRefOf(cv);

@@ -1,8 +1,9 @@
 // The standard CRUD shape every private fulfillment service shares (fulfillment-api.md §2.1), typed
 // from the generated service definition of one resource.
 import type { FieldMask, Metadata } from "./types";
-import { CallOptions, Connection, UnaryMethod } from "./connection";
-import { CelFilter } from "./filter";
+import type { CreateOptions, ListOptions, ResourceApi, UpdateOptions } from "./api";
+import type { CallOptions, UnaryCaller, UnaryMethod } from "./connection";
+import type { CelFilter } from "./filter";
 import { collectPages, ListPage, MAX_PAGE_SIZE } from "./paging";
 
 /** Every object the program creates through the private API belongs to the built-in system tenant. */
@@ -22,28 +23,9 @@ export class MissingIdError extends Error {
   override name = "MissingIdError";
 }
 
-export interface ListOptions {
-  filter?: CelFilter;
-  offset?: number;
-  /** At most 1000; the server defaults to 100. */
-  limit?: number;
-}
-
-export interface CreateOptions {
-  /** Validate and default without persisting (x-dry-run). */
-  dryRun?: boolean;
-}
-
-export interface UpdateOptions {
-  /** Paths to copy; without one the object replaces the stored object entirely. */
-  updateMask?: string[];
-  /** Fail with AbortedError unless object.metadata.version is the stored version. */
-  lock?: boolean;
-}
-
-export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> {
+export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> implements ResourceApi<O, OOut> {
   constructor(
-    private readonly conn: Connection,
+    private readonly conn: UnaryCaller,
     private readonly methods: CrudMethods<O, OOut>,
   ) {}
 

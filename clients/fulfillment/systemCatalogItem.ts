@@ -3,7 +3,8 @@
 // server resolves a reference by id when one is given, so a name sent as an id fails every Create.
 import { AlreadyExistsError } from "./errors";
 import { Filter } from "./filter";
-import { ResourceClient, SYSTEM_TENANT } from "./resource";
+import type { ResourceApi } from "./api";
+import { SYSTEM_TENANT } from "./resource";
 import type { BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut } from "./types";
 
 /** The bare-metal host provisioning template the installer's item uses (design §9). */
@@ -33,7 +34,9 @@ function templateOf(item: BareMetalInstanceCatalogItemOut): { template?: { id: s
   return t && (t.id || t.name) ? { template: { id: t.id, name: t.name } } : {};
 }
 
-async function find(items: ResourceClient<BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut>, name: string)
+type CatalogItems = Pick<ResourceApi<BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut>, "listAll" | "create">;
+
+async function find(items: CatalogItems, name: string)
   : Promise<SystemCatalogItem | undefined> {
   const found = await items.listAll(Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.nameEquals(name), Filter.notDeleted()));
   if (found.length === 0) return undefined;
@@ -58,7 +61,7 @@ export interface EnsureOptions {
  * reference the server cannot resolve.
  */
 export async function ensureSystemCatalogItem(
-  items: ResourceClient<BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut>,
+  items: CatalogItems,
   name: string,
   opts: EnsureOptions,
 ): Promise<SystemCatalogItem> {

@@ -5,8 +5,10 @@
 import * as crypto from "node:crypto";
 import * as os from "node:os";
 import * as k8s from "@kubernetes/client-node";
+import { kubeTimeoutMs } from "../../config/settings";
 import { FIELD_MANAGER } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
+import type { HubApi } from "./api";
 import { classifyKubeError, isConflict, isNotFound, KubeError } from "./errors";
 import { fieldManagerConflicts, withoutFields } from "./fieldConflicts";
 import type {
@@ -47,10 +49,10 @@ export function microTime(d: Date): string {
   return d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
-export class Kube {
+export class Kube implements HubApi {
   private readonly custom: k8s.CustomObjectsApi;
   private readonly instance: string;
-  private readonly timeoutMs = Number(process.env.BMW_KUBE_TIMEOUT_MS ?? 30_000);
+  private readonly timeoutMs = kubeTimeoutMs();
 
   constructor(readonly kc: k8s.KubeConfig, opts: KubeOptions = {}) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);

@@ -8,7 +8,8 @@ import * as path from "node:path";
 import { NotLeaderError } from "../../lib/notLeader";
 import { lockHolderDir, readLocks } from "../../stack/locks";
 import { Slots } from "../../controller/slots";
-import { type OrderRef, StackManager } from "../../stack/stacks";
+import type { OrderRef } from "../../io/observe";
+import { StackManager } from "../../stack/stacks";
 import { eventually } from "../support/eventually";
 import { FIXTURE_PROJECT, RECORD_TYPE, resourcesOfType, stackSandbox } from "./support";
 

@@ -4,7 +4,7 @@ import type { Kube } from "../../clients/kube";
 import type { OrderRef } from "../../io/observe";
 import { NotLeaderError } from "../../lib/notLeader";
 import { ReconcileLoop } from "../../controller/loop";
-import { PulumiCommandError } from "../../stack/stacks";
+import { PulumiCommandError } from "../../stack/pulumiProcess";
 import { Slots } from "../../controller/slots";
 import type { ReconcileResult } from "../../controller/reconcile";
 import type { ClusterOrder } from "../../planner/types";

@@ -3,14 +3,14 @@
 // real BMI provider) without the engine (issue 15: findings 3, 4, 5, 8, 12, 15).
 import * as k8s from "@kubernetes/client-node";
 import { App } from "../../controller/app";
-import { observe } from "../../io/observe";
+import { observe, type Observation } from "../../io/observe";
 import { reconcileOrder, type ReconcileDeps, type StackRunner, type UpResult } from "../../controller/reconcile";
 import { writeFence } from "../../io/status";
-import { PulumiCommandError } from "../../stack/stacks";
+import { PulumiCommandError } from "../../stack/pulumiProcess";
 import { Filter } from "../../clients/fulfillment";
-import { ConflictError } from "../../clients/kube";
+import { ConflictError, type Kube } from "../../clients/kube";
 import { fingerprint, plan } from "../../planner";
-import { FINALIZER, ORDER_LABEL } from "../../planner/names";
+import { APPLIED_ANNOTATION, FINALIZER, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder, DesiredInfraEnv } from "../../planner/types";
 import { create } from "../../providers/bareMetalInstanceOps";
 import { eventuallyPasses } from "../support/eventually";
@@ -55,10 +55,13 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
     }
   }
 
-  /** What index.ts does in an update, minus the engine: its own observation, plan, fence and Creates. */
-  async function programUp(ref: { namespace: string; name: string }): Promise<UpResult> {
-    const { snapshot } = await observe({ kube: app.kube, fulfillment: app.fulfillment, config: app.config, ignitionCaFile: app.settings.ignitionCaFile,
-      createCatalogItem: true }, ref);
+  /**
+   * What index.ts does in an update, minus the engine: observation (its own, or the one the reconcile
+   * handed over), plan, fence and Creates.
+   */
+  async function programUp(ref: { namespace: string; name: string }, handed?: Observation): Promise<UpResult> {
+    const { snapshot } = handed ?? await observe({ kube: app.kube, fulfillment: app.fulfillment, config: app.config,
+      ignitionCaFile: app.settings.ignitionCaFile, createCatalogItem: true }, ref);
     if (snapshot.bmis === undefined) throw new Error("error: the fulfillment-service could not be read");
     const p = plan(snapshot);
     if (p.infraEnv) await ensureInfraEnv(p.infraEnv);
@@ -93,7 +96,7 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
   }
 
   const calls = { up: 0, destroy: 0 };
-  function deps(up: StackRunner["up"] = programUp, destroy: StackRunner["destroy"] = destroyIssuing): ReconcileDeps {
+  function deps(up: StackRunner["up"] = (ref) => programUp(ref), destroy: StackRunner["destroy"] = destroyIssuing): ReconcileDeps {
     const stacks: StackRunner = {
       up: async (ref, o) => {
         calls.up++;
@@ -301,5 +304,60 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
     expect((await order(name)).metadata.finalizers).toContain(FINALIZER);
     expect((await reconcileOrder(deps(), ref)).action).toBe("deleted");
     expect(await app.kube.getClusterOrder(ns, name)).toBeUndefined();
+  });
+  /** The Kube of the reconcile, counting its ClusterOrder calls by method. */
+  function countingClusterOrderCalls(kube: Kube): { kube: Kube; calls: Record<string, number> } {
+    const calls: Record<string, number> = {};
+    const counted = new Proxy(kube, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (typeof value !== "function" || typeof prop !== "string" || !prop.includes("ClusterOrder")) return value;
+        return (...args: unknown[]) => {
+          calls[prop] = (calls[prop] ?? 0) + 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    return { kube: counted, calls };
+  }
+
+  it("a scale-up (2 -> 3) reads the order twice, writes its status once and its metadata once before and at most once after `up`; the program plans from the reconcile's observation", async () => {
+    const name = "rec-count";
+    const ref = { namespace: ns, name };
+    const { uid } = await t.lab.createSampleOrder({ namespace: ns, name, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }] });
+    await reconcileOrder(deps(), ref);
+    await eventuallyPasses(async () => {
+      const ie = (await app.kube.listInfraEnvs(ns)).find((x) => x.metadata?.name === `${name}-infraenv`);
+      expect(ie?.status?.bootArtifacts?.discoveryIgnitionURL).toMatch(/^https:/);
+    }, 60_000);
+    // Converged: the stack holds the plan, and the order records it.
+    await eventuallyPasses(async () => {
+      expect((await reconcileOrder(deps(), ref)).action).toBe("skipped");
+    }, 120_000, 1_000);
+    expect((await order(name)).metadata.annotations?.[APPLIED_ANNOTATION]).toBeDefined();
+    expect(await orderBmis(uid)).toHaveLength(2);
+
+    await custom.patchNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders", namespace: ns, name,
+      body: { spec: { nodeRequests: [{ nodeSet: "compute", numberOfNodes: 3, bareMetal: { instanceType: "compute" } }] } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    const counted = countingClusterOrderCalls(app.kube);
+    const handed: (Observation | undefined)[] = [];
+    const handOff: StackRunner["up"] = async (r, o) => {
+      handed.push(o.observation);
+      return programUp(r, o.observation);
+    };
+    const r = await reconcileOrder({ ...deps(handOff), kube: counted.kube }, ref);
+    expect(r.action).toBe("up");
+    // The program got the reconcile's observation (no read of its own), at the version the withdrawal of
+    // the applied record left: its conditional fence succeeded, so the third BMI exists after this one pass.
+    expect(handed).toHaveLength(1);
+    expect(handed[0]?.snapshot.order.spec.nodeRequests?.[0]?.numberOfNodes).toBe(3);
+    expect(handed[0]?.snapshot.order.metadata.annotations?.[APPLIED_ANNOTATION]).toBeUndefined();
+    expect(await orderBmis(uid)).toHaveLength(3);
+    // Reads: the get (the observation before `up` reuses it) and the observation after `up`. Writes: the
+    // record's withdrawal before `up`; after it, one status write and, only when the plan did not move
+    // during `up`, one metadata patch recording it (here it moved: the new worker's BMI now exists).
+    const recorded = (await order(name)).metadata.annotations?.[APPLIED_ANNOTATION] !== undefined;
+    expect(counted.calls).toEqual({ getClusterOrder: 2, applyClusterOrderStatus: 1, patchClusterOrderMetadata: recorded ? 2 : 1 });
   });
 });

@@ -2,7 +2,7 @@
 // provider's markers, the telling line of the engine's output, and never a secret.
 import fc from "fast-check";
 import { failureEvents } from "../../controller/reconcile";
-import { PulumiCommandError } from "../../stack/stacks";
+import { PulumiCommandError } from "../../stack/pulumiProcess";
 import { describeUpdateFailure, MAX_FAILURE_MESSAGE, relevantLine } from "../../controller/updateFailure";
 import { redact } from "../../planner/redact";
 import { formatCreateRejection } from "../../providers/createRejection";

@@ -1,6 +1,7 @@
 // Contract of the product client against the simulator, run as its own process on a loopback socket:
 // validation errors, uniqueness, tenancy of private creates, update rules, dry run, asynchronous
-// delete, the BMI lifecycle, filters and paging.
+// delete, the BMI lifecycle, filters and paging, with the simulator's messages and lab counters. The
+// cases every fulfillment target shares (fake, simulator, a real endpoint) are in apiContract.test.ts.
 import * as fs from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import {

@@ -5,7 +5,7 @@ import * as path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { observe, type ObserveDeps, type Observation } from "../../io/observe";
 import { FulfillmentClient, type BareMetalInstanceOut } from "../../clients/fulfillment";
-import type { Kube } from "../../clients/kube";
+import type { HubReader, NodePoolObject } from "../../clients/kube";
 import { type FulfillmentLabClient, loadLabProtos } from "../../lab/fulfillment/labProtos";
 import type { SimulatorSeed } from "../../lab/fulfillment/seed";
 import { type RunningSimulator, startSimulator } from "../../lab/fulfillment/server";
@@ -30,14 +30,14 @@ export function orderRecording(bmis: Recorded[], extra: Partial<ClusterOrder["sp
   };
 }
 
-export function hubWith(order: ClusterOrder, nodePools: unknown[] = []): Kube {
+export function hubWith(order: ClusterOrder, nodePools: NodePoolObject[] = []): HubReader {
   return {
     getClusterOrder: async () => order,
     listInfraEnvs: async () => [],
     listAgents: async () => [],
     listNodePools: async () => nodePools,
     listClusterDeployments: async () => [],
-  } as unknown as Kube;
+  };
 }
 
 export interface ObserveFixture {

@@ -19,10 +19,6 @@ beforeAll(() => {
   kube = new Kube(loadKubeConfig(process.env.KUBECONFIG));
 });
 
-afterEach(() => {
-  delete process.env.BMW_CLUSTER_DELETING;
-});
-
 async function agent(ns: string, name: string, opts: { labels?: Record<string, string>; state?: string; cd?: { name: string; namespace: string } } = {}): Promise<AgentObject> {
   const created = await kube.createAgent({
     metadata: { name, namespace: ns, labels: { "infraenvs.agent-install.openshift.io": "order-1-infraenv", ...opts.labels } },
@@ -146,9 +142,9 @@ describe("read", () => {
 });
 
 describe("delete", () => {
-  async function boundAgent(ns: string, name: string, state: string, extra: Partial<AgentBindingInputs> = {}) {
+  async function boundAgent(ns: string, name: string, state: string) {
     const a = await agent(ns, name);
-    const b = await bound(inputs(ns, a, { slot: name, ...extra }));
+    const b = await bound(inputs(ns, a, { slot: name }));
     await kube.patchAgentStatus(ns, name, { debugInfo: { state } });
     return b;
   }
@@ -167,17 +163,6 @@ describe("delete", () => {
       await provider.delete!(b.id, b.outs);
       expect(await kube.getAgent(ns, name)).toBeUndefined();
     }
-  });
-
-  it("deletes a bound Agent when the cluster is being deleted (input or BMW_CLUSTER_DELETING=1)", async () => {
-    const ns = await createTestNamespace(kc, "teardown");
-    const b1 = await boundAgent(ns, "agent-1", "installing", { clusterDeleting: true });
-    await provider.delete!(b1.id, b1.outs);
-    expect(await kube.getAgent(ns, "agent-1")).toBeUndefined();
-    const b2 = await boundAgent(ns, "agent-2", "installing");
-    process.env.BMW_CLUSTER_DELETING = "1";
-    await provider.delete!(b2.id, b2.outs);
-    expect(await kube.getAgent(ns, "agent-2")).toBeUndefined();
   });
 
   it("never deletes an Agent that is gone, re-created, or claimed by another order", async () => {

@@ -1,5 +1,6 @@
 // The BareMetalInstance dynamic provider against an in-process fulfillment simulator. The provider
 // object's methods are called directly, through the same run-time loader the provider host uses.
+import * as pulumi from "@pulumi/pulumi";
 import { Filter, FulfillmentClient } from "../../clients/fulfillment";
 import { ORDER_LABEL } from "../../planner/names";
 import { bareMetalInstanceProvider as provider } from "../../providers/bareMetalInstance";
@@ -10,7 +11,7 @@ import { parseCreateRejections } from "../../providers/createRejection";
 import { createOrder, setWorkers, type TestOrder } from "./orders";
 import { startProviderSimulator, type ProviderSimulator } from "./simulator";
 
-const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+const UNKNOWN = pulumi.runtime.unknownValue;
 const ORDER = "9b0c1d2e-order-uid";
 const IGNITION = JSON.stringify({ ignition: { version: "3.4.0" }, secret: "assisted-pull-token-abc" });
 

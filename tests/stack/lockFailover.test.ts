@@ -189,4 +189,18 @@ describe("stack lock failover through the Lease", () => {
       fs.rmSync(stateDir, { recursive: true, force: true });
     }
   });
+
+  it("a holder record that is not a JSON object names no holder (it does not fail the lock sweep)", () => {
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-holder-"));
+    try {
+      recordLockHolder(stateDir, { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt: new Date(T0) });
+      const [file] = fs.readdirSync(lockHolderDir(stateDir));
+      for (const text of ["null", "[]", "\"pod-a\"", "{"]) {
+        fs.writeFileSync(path.join(lockHolderDir(stateDir), file), text);
+        expect(lockHolderOf(stateDir, STACK, { hostname: "host-a", pid: 10, timestamp: new Date(T0 + 900) })).toBeUndefined();
+      }
+    } finally {
+      fs.rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { parseDesired } from "../../controller/app";
 import { ReconcilerMetrics } from "../../controller/metrics";
-import { missingUpdateMessage } from "../../stack/stacks";
+import { missingUpdateMessage } from "../../stack/history";
 import { historyDir, prunedCount, pruneStackState, StateSize, stackStateBytes } from "../../stack/stateRetention";
 import { stackSandbox } from "../controller/support";
 

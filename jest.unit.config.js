@@ -1,0 +1,26 @@
+/**
+ * The unit tier (`npm run test:unit`): tests that need no toolchain, no kube-apiserver and no Pulumi
+ * CLI, so no global setup. A test joins the tier by being listed here; `npm test` still runs it too.
+ */
+const base = require("./jest.config");
+
+const UNIT_TESTS = [
+  "tests/planner/**/*.test.ts",
+  "tests/components/**/*.test.ts",
+  "tests/controller/decide.test.ts",
+  "tests/providers/checkDiff.test.ts",
+  "tests/providers/markedLines.test.ts",
+  "tests/config/**/*.test.ts",
+  "tests/stack/eventLog.test.ts",
+  "tests/io/incarnationNames.test.ts",
+  "tests/io/handoff.test.ts",
+  "tests/fakes/**/*.test.ts",
+];
+
+module.exports = {
+  ...base,
+  testMatch: UNIT_TESTS.map((glob) => `<rootDir>/${glob}`),
+  globalSetup: undefined,
+  globalTeardown: undefined,
+  testTimeout: 30000,
+};

@@ -1,0 +1,54 @@
+// The pulumi processes a stack manager started, and for which leader: each is recorded as the Lease
+// holder's while it runs (so the lock it takes can be judged by the Lease, see locks.ts), and all of
+// them are stopped when this replica loses the Lease.
+import type { ChildProcess } from "node:child_process";
+import * as os from "node:os";
+import { forgetLockHolder, readLocks, recordLockHolder } from "./locks";
+import { killTree } from "./pulumiProcess";
+
+/** The leader this process acts for, and how to tell that another leader has stopped acting (run.ts). */
+export interface LeaseOwner {
+  identity: string;
+  isHolderGone: (identity: string) => boolean;
+  /** Whether this process leads now (LeaderElector.isLeading); no pulumi process starts while it is false. */
+  isLeading: () => boolean;
+}
+
+export class LeaderProcesses {
+  /** Still running (aborted when leadership is lost). */
+  private readonly children = new Set<ChildProcess>();
+
+  /** `stateDir`: the file backend's directory; undefined for other backends (no lock files to judge). */
+  constructor(private readonly stateDir: string | undefined, private readonly projectName: string) {}
+
+  /**
+   * Registers a pulumi process just started: abortable by abortAll, and, while `owner` is set, recorded as
+   * that leader's. Written right after the spawn, before the CLI has started far enough to lock.
+   */
+  track(stackName: string, child: ChildProcess, owner: LeaseOwner | undefined): void {
+    const pid = child.pid;
+    if (pid === undefined) return;
+    this.children.add(child);
+    const stateDir = this.stateDir;
+    const hostname = os.hostname();
+    if (stateDir && owner) recordLockHolder(stateDir, { identity: owner.identity, hostname, pid, stack: stackName, startedAt: new Date() });
+    child.once("close", () => {
+      this.children.delete(child);
+      // A killed process leaves its lock: the record stays with it, for the next leader to judge.
+      const leftLock = stateDir && readLocks(stateDir, this.projectName, stackName).some((l) => l.pid === pid && l.hostname === hostname);
+      if (stateDir && owner && !leftLock) forgetLockHolder(stateDir, hostname, pid);
+    });
+  }
+
+  /** SIGINT to every process at once (the engine finishes in-flight steps and unlocks); its tree is killed after `killAfterMs`. */
+  abortAll(killAfterMs: number): void {
+    for (const child of this.children) {
+      child.kill("SIGINT");
+      const timer = setTimeout(() => {
+        if (child.exitCode === null && child.signalCode === null && child.pid) killTree(child.pid);
+      }, killAfterMs);
+      timer.unref();
+      child.once("close", () => clearTimeout(timer));
+    }
+  }
+}

@@ -1,0 +1,41 @@
+// What the stack manager's operations take and return.
+import type { OpMap, UpdateResult } from "@pulumi/pulumi/automation";
+import type { Observation } from "../io/observe";
+import type { ChangeCounts } from "./eventLog";
+import type { LockSweep, PendingOperation } from "./locks";
+
+export interface OperationResult {
+  summary: UpdateResult;
+  changes: ChangeCounts;
+  durationMs: number;
+}
+
+/** Options of one stack operation (up, refresh, destroy). */
+export interface OperationOptions {
+  /** One-line summary of the change, stored as the update message (history shows it). */
+  message?: string;
+  onOutput?: (chunk: string) => void;
+  /** Aborting sends SIGINT: the engine finishes in-flight steps, writes state and unlocks. */
+  signal?: AbortSignal;
+  /** `up` only: read every resource first (`--refresh`), so drift made outside Pulumi is part of the diff. */
+  refresh?: boolean;
+  /** `up` only: the reconciler's observation, handed to the program (io/handoff.ts) so that it does not observe again. */
+  observation?: Observation;
+}
+
+export interface PreviewResult {
+  changeSummary: OpMap;
+  /** Human-readable diff (`pulumi preview --diff`, no colour). */
+  stdout: string;
+}
+
+export interface StackState {
+  version: number;
+  deployment: unknown;
+}
+
+export interface RecoveryReport {
+  /** Undefined when the backend is not a file backend (locks cannot be inspected). */
+  locks?: LockSweep;
+  pendingCleared: PendingOperation[];
+}
