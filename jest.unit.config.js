@@ -15,6 +15,7 @@ const UNIT_TESTS = [
   "tests/io/incarnationNames.test.ts",
   "tests/io/handoff.test.ts",
   "tests/fakes/**/*.test.ts",
+  "tests/clients/clusterOrderShape.test.ts",
 ];
 
 module.exports = {

@@ -65,7 +65,7 @@ function runCommand(cli: Cli): Cli {
         .option("health-port", { type: "number", default: LOOP_DEFAULTS.healthPort, describe: "port of /metrics, /healthz, /readyz (loopback unless --health-host)" })
         .option("health-host", { type: "string", default: LOOP_DEFAULTS.healthHost })
         .option("lease-namespace", { type: "string", default: LOOP_DEFAULTS.leaseNamespace, describe: "namespace of the leader-election Lease" })
-        .option("identity", { type: "string", describe: "this replica's identity in the Lease (default hostname-pid)" }),
+        .option("identity", { type: "string", describe: "this replica's identity in the Lease (default: POD_NAME, else hostname_pid)" }),
       async (argv) => {
         const { runLoop } = await import("../controller/run");
         const loop = loopSettings({ namespace: argv.namespace, interval: argv.interval, concurrency: argv.concurrency,

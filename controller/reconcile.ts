@@ -3,7 +3,8 @@
 // (decide.ts: pause, skip or update; refresh; the applied record), fence (what must be on the order before
 // `up`), update (`pulumi up` on the order's stack) and report (report.ts: status, events, one metadata
 // patch). A failed update is reported on the order and remembered for the next plans.
-import { ConflictError } from "../clients/kube";
+import * as crypto from "node:crypto";
+import { ConflictError, InvalidClusterOrderError } from "../clients/kube";
 import { APPLIED_ANNOTATION, FINALIZER, INFRAENV_UID_ANNOTATION } from "../planner/names";
 import { isBareMetalRequest } from "../planner/status";
 import type { ClusterOrder, Plan, Snapshot } from "../planner/types";
@@ -14,7 +15,7 @@ import { decide, type Decision, settleAfterUpdate } from "./decide";
 import { finalize } from "./finalize";
 import { observeAndPlan } from "./observeOrder";
 import {
-  orderKey, type Observed, type OrderMemory, type ReconcileDeps, type ReconcileResult, type UpResult,
+  clockOf, orderKey, type Observed, type OrderMemory, type ReconcileDeps, type ReconcileResult, type UpResult,
 } from "./reconcileDeps";
 import { type AnnotationChanges, failureEvents, progressReports, recordFailure, reportLatest } from "./report";
 
@@ -26,7 +27,7 @@ export { NAME_ABSENT_PASSES } from "./finalize";
 export { failureEvents, observeDurations, TENANT_ANNOTATION } from "./report";
 
 export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promise<ReconcileResult> {
-  const order = await deps.kube.getClusterOrder(ref.namespace, ref.name);
+  const order = await readOrder(deps, ref);
   if (!order) return { action: "gone" };
   if (notOurs(order)) {
     deps.memory.delete(orderKey(ref));
@@ -41,6 +42,26 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   const observation = await fenceBeforeUpdate(deps, ref, mem, observed, decision);
   const up = await runUpdate(deps, ref, mem, observed, observation);
   return reportAfterUpdate(deps, ref, mem, decision, up);
+}
+
+export const EV_INVALID_CLUSTER_ORDER = "InvalidClusterOrder";
+
+/**
+ * The order, typed. A malformed one (clients/kube/clusterOrder.ts) changes nothing: a Warning event names
+ * its bad fields, once per distinct message, and the error goes to the loop, which backs the order off.
+ */
+async function readOrder(deps: ReconcileDeps, ref: OrderRef): Promise<ClusterOrder | undefined> {
+  try {
+    return await deps.kube.getClusterOrder(ref.namespace, ref.name);
+  } catch (err) {
+    if (err instanceof InvalidClusterOrderError && err.metadata) {
+      const md = err.metadata;
+      const name = `${md.name}.${crypto.createHash("sha256").update(`${md.uid}/${EV_INVALID_CLUSTER_ORDER}/${err.message}`).digest("hex").slice(0, 16)}`;
+      await deps.kube.createEvent({ metadata: md }, { type: "Warning", reason: EV_INVALID_CLUSTER_ORDER, message: err.message, name },
+        clockOf(deps)()).catch(() => undefined); // the error itself still reaches the loop's log
+    }
+    throw err;
+  }
 }
 
 /**

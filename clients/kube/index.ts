@@ -4,3 +4,4 @@ export * from "./config";
 export * from "./errors";
 export * from "./kube";
 export type * from "./types";
+export * from "./clusterOrder";

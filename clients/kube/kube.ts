@@ -9,6 +9,7 @@ import { kubeTimeoutMs } from "../../config/settings";
 import { FIELD_MANAGER } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import type { HubApi } from "./api";
+import { validClusterOrder } from "./clusterOrder";
 import { classifyKubeError, isConflict, isNotFound, KubeError } from "./errors";
 import { fieldManagerConflicts, withoutFields } from "./fieldConflicts";
 import type {
@@ -61,8 +62,10 @@ export class Kube implements HubApi {
 
   // ---- ClusterOrder -------------------------------------------------------------------------
 
-  getClusterOrder(namespace: string, name: string): Promise<ClusterOrder | undefined> {
-    return this.getOrUndefined<ClusterOrder>(KINDS.ClusterOrder, namespace, name);
+  /** InvalidClusterOrderError when a field the planner reads has the wrong type (clusterOrder.ts). */
+  async getClusterOrder(namespace: string, name: string): Promise<ClusterOrder | undefined> {
+    const o = await this.getOrUndefined<unknown>(KINDS.ClusterOrder, namespace, name);
+    return o === undefined ? undefined : validClusterOrder(o, `${namespace}/${name}`);
   }
 
   /**
@@ -73,7 +76,8 @@ export class Kube implements HubApi {
   async getClusterOrderStrict(namespace: string, name: string): Promise<ClusterOrder | undefined> {
     const k = KINDS.ClusterOrder;
     try {
-      return await this.call<ClusterOrder>(`get ${k.kind} ${namespace}/${name}`, () => this.custom.getNamespacedCustomObject({ ...gvp(k), namespace, name }));
+      const o = await this.call<unknown>(`get ${k.kind} ${namespace}/${name}`, () => this.custom.getNamespacedCustomObject({ ...gvp(k), namespace, name }));
+      return validClusterOrder(o, `${namespace}/${name}`);
     } catch (err) {
       if (isNotFound(err) && notFoundNames(err, k, name)) return undefined;
       throw err;
