@@ -3,7 +3,7 @@
 // BMI of the order is still there. Only when a Get has confirmed every known BMI gone (one known only by
 // name: NAME_ABSENT_PASSES lookups by name in a row found nothing) are the leftover Agents swept and the
 // finalizer dropped.
-import type { BareMetalInstanceOut, FulfillmentClient } from "../clients/fulfillment";
+import type { BareMetalInstanceOut, FulfillmentApi } from "../clients/fulfillment";
 import { Filter, NotFoundError as FulfillmentNotFound, SYSTEM_TENANT } from "../clients/fulfillment";
 import { ConflictError } from "../clients/kube";
 import { EV_WORKER_DELETED, orderEvent } from "../planner/events";
@@ -30,7 +30,7 @@ function knownBmiIds(order: ClusterOrder, listed: readonly { id: string }[], mem
 }
 
 /** Get per id: NOT_FOUND is the only proof that a BMI is gone (a List can leave out a live one). */
-async function stillPresent(f: FulfillmentClient, ids: Iterable<string>): Promise<Set<string>> {
+async function stillPresent(f: FulfillmentApi, ids: Iterable<string>): Promise<Set<string>> {
   const present = new Set<string>();
   await Promise.all([...ids].map(async (id) => {
     try {
@@ -72,7 +72,7 @@ export const NAME_ABSENT_PASSES = 2;
  * not enough: the lookup is a List too, and the fault that hid the BMI from this pass's List can hide it
  * from this lookup; a later pass, a requeue away, asks again.
  */
-async function lookUpNamedOnly(f: FulfillmentClient, order: ClusterOrder, knownByName: ReadonlyMap<string, string>, mem: OrderMemory):
+async function lookUpNamedOnly(f: FulfillmentApi, order: ClusterOrder, knownByName: ReadonlyMap<string, string>, mem: OrderMemory):
   Promise<{ found: BareMetalInstanceOut[]; gone: Set<string> }> {
   const absences = (mem.nameAbsences ??= new Map());
   const found: BareMetalInstanceOut[] = [];

@@ -3,7 +3,7 @@
 // has one runner). Requeue times from the planner (backoff expiry, timeouts, polls) are honoured; an
 // order whose reconciles keep failing is retried with exponential backoff, so that it cannot hold a
 // pulumi slot for ever.
-import { KubeError, type Kube } from "../clients/kube";
+import { KubeError, type HubApi } from "../clients/kube";
 import { INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../planner/names";
 import { isNotLeaderError } from "../lib/notLeader";
 import type { OrderRef } from "../io/observe";
@@ -11,7 +11,7 @@ import type { ReconcileResult } from "./reconcile";
 import { describeUpdateFailure } from "./updateFailure";
 
 export interface LoopOptions {
-  kube: Kube;
+  kube: HubApi;
   /** Reconciles one order; throws on failure (the loop logs and requeues with backoff). */
   reconcile: (ref: OrderRef) => Promise<ReconcileResult>;
   /** Only orders of these namespaces (all when empty). */

@@ -1,8 +1,8 @@
 // What one reconcile of a ClusterOrder works with: its dependencies (hub, service, stacks, clock), the
 // memory kept per order between reconciles, and its result. The phases (reconcile.ts, decide.ts,
 // report.ts, finalize.ts) share these types; nothing here does I/O.
-import type { FulfillmentClient } from "../clients/fulfillment";
-import type { Kube } from "../clients/kube";
+import type { FulfillmentApi } from "../clients/fulfillment";
+import type { HubApi } from "../clients/kube";
 import type { Observation, OrderRef } from "../io/observe";
 import type { ObserveCache } from "../io/observeCache";
 import type { CreateRejection, Plan, PlannerConfig, Snapshot } from "../planner/types";
@@ -46,8 +46,8 @@ export interface WorkerDurations {
 }
 
 export interface ReconcileDeps {
-  kube: Kube;
-  fulfillment: FulfillmentClient;
+  kube: HubApi;
+  fulfillment: FulfillmentApi;
   stacks: StackRunner;
   config: PlannerConfig;
   ignitionCaFile?: string;

@@ -3,7 +3,7 @@
 // owns), and the design's Events, each emitted once per fact (the event name is derived from the
 // planner's key, so a repeat is an AlreadyExists, also across restarts).
 import * as crypto from "node:crypto";
-import type { Kube } from "../clients/kube";
+import type { HubApi } from "../clients/kube";
 import { EV_WORKER_CREATED, slotEvent } from "../planner/events";
 import type { ClusterOrder, Plan, PlannedEvent, WorkerStatus } from "../planner/types";
 
@@ -30,7 +30,7 @@ export function statusBody(plan: Plan, workers: WorkerStatus[] = workersWithFenc
 }
 
 /** The fence: the full status including new Attempted entries, conditional on the observed resourceVersion. */
-export async function writeFence(kube: Kube, order: ClusterOrder, plan: Plan): Promise<ClusterOrder> {
+export async function writeFence(kube: Pick<HubApi, "applyClusterOrderStatus">, order: ClusterOrder, plan: Plan): Promise<ClusterOrder> {
   return kube.applyClusterOrderStatus(
     { namespace: order.metadata.namespace, name: order.metadata.name },
     statusBody(plan),
@@ -58,7 +58,7 @@ export function reportedWorkers(order: ClusterOrder, plan: Plan): WorkerStatus[]
  * unconditional write planned before a fence landed would drop the fence's Attempted entries, and a
  * BMI whose entry is gone is an orphan to the next plan.
  */
-export async function writeStatus(kube: Kube, order: ClusterOrder, plan: Plan,
+export async function writeStatus(kube: Pick<HubApi, "applyClusterOrderStatus">, order: ClusterOrder, plan: Plan,
   onFieldConflict?: (fields: string[]) => void): Promise<ClusterOrder> {
   return kube.applyClusterOrderStatus({ namespace: order.metadata.namespace, name: order.metadata.name },
     statusBody(plan, reportedWorkers(order, plan)), { resourceVersion: order.metadata.resourceVersion, onFieldConflict });
@@ -92,7 +92,7 @@ export function reportedEvents(order: ClusterOrder, plan: Plan, written: readonl
 }
 
 /** Emits each event once; returns the reasons emitted now. */
-export async function recordEvents(kube: Kube, order: ClusterOrder, plan: Plan, events: readonly PlannedEvent[] = plan.events): Promise<string[]> {
+export async function recordEvents(kube: Pick<HubApi, "createEvent">, order: ClusterOrder, plan: Plan, events: readonly PlannedEvent[] = plan.events): Promise<string[]> {
   const emitted: string[] = [];
   for (const e of events) {
     const created = await kube.createEvent(order, { type: e.type, reason: e.reason, message: e.message, name: eventName(order, e.key) });
