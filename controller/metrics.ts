@@ -35,6 +35,82 @@ const PROVISIONING_BUCKETS = [60, 120, 300, 600, 900, 1200, 1800, 2700, 3600, 54
 const CORRELATION_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 900, 1800];
 const RECONCILE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 
+/** The design's five metrics: worker counts and provisioning durations per tenant. */
+function designMetrics(registers: Registry[]) {
+  const labelNames = [...DESIGN_LABELS];
+  return {
+    workersDesired: new Gauge({
+      name: "osac_clusterorder_workers_desired", help: "Bare-metal workers requested by ClusterOrders, per tenant.",
+      labelNames, registers,
+    }),
+    workersReady: new Gauge({
+      name: "osac_clusterorder_workers_ready", help: "Bare-metal workers in phase Ready, per tenant.", labelNames, registers,
+    }),
+    workersFailed: new Gauge({
+      name: "osac_clusterorder_workers_failed", help: "Bare-metal workers in phase Failed, per tenant.", labelNames, registers,
+    }),
+    provisioningDuration: new Histogram({
+      name: "osac_clusterorder_worker_provisioning_duration_seconds",
+      help: "Time from worker creation to joining its NodePool.", labelNames, buckets: PROVISIONING_BUCKETS, registers,
+    }),
+    agentCorrelationDuration: new Histogram({
+      name: "osac_clusterorder_worker_agent_correlation_duration_seconds",
+      help: "Time from a BareMetalInstance running to its Agent matched by MAC.", labelNames,
+      buckets: CORRELATION_BUCKETS, registers,
+    }),
+  };
+}
+
+/** The loop's work: reconciles, pulumi ups, skipped reconciles, fulfillment calls and full passes. */
+function loopMetrics(registers: Registry[]) {
+  return {
+    reconcileDuration: new Histogram({
+      name: "bmw_reconcile_duration_seconds", help: "Duration of one ClusterOrder reconcile.", labelNames: ["result"],
+      buckets: RECONCILE_BUCKETS, registers,
+    }),
+    pulumiUps: new Counter({
+      name: "bmw_pulumi_ups_total", help: "pulumi up operations started, by outcome.", labelNames: ["result"], registers,
+    }),
+    skippedByFingerprint: new Counter({
+      name: "bmw_reconcile_skipped_unchanged_total",
+      help: "Reconciles that ran no pulumi up because the plan fingerprint was unchanged.", registers,
+    }),
+    fulfillmentCalls: new Counter({
+      name: "bmw_fulfillment_calls_total", help: "Calls to the fulfillment-service private API, by method and gRPC code.",
+      labelNames: ["method", "code"], registers,
+    }),
+    passDuration: new Gauge({
+      name: "bmw_loop_pass_duration_seconds",
+      help: "Duration of the last full pass: from a timer tick until every ClusterOrder it listed was reconciled once.", registers,
+    }),
+  };
+}
+
+/** Gauges read from the options when /metrics is scraped: the update slots and the state directory's size. */
+function scrapedGauges(registers: Registry[], opts: MetricsOptions) {
+  const slots = opts.updateSlots;
+  const stateBytes = opts.stateBytes;
+  return {
+    updateSlots: new Gauge({
+      name: "bmw_pulumi_update_slots", help: "Stack updates running (state=running) and waiting for one of the --concurrency slots (state=waiting).",
+      labelNames: ["state"], registers,
+      collect() {
+        if (!slots) return;
+        this.set({ state: "running" }, slots.inUse);
+        this.set({ state: "waiting" }, slots.waiting);
+      },
+    }),
+    stateBytes: new Gauge({
+      name: "bmw_state_bytes", help: "Bytes of the Pulumi file backend's state directory (checkpoints, retained history, locks).",
+      registers,
+      async collect() {
+        const bytes = await stateBytes?.();
+        if (bytes !== undefined) this.set(bytes);
+      },
+    }),
+  };
+}
+
 export class ReconcilerMetrics {
   readonly registry = new Registry();
 
@@ -54,64 +130,22 @@ export class ReconcilerMetrics {
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
-    const labelNames = [...DESIGN_LABELS];
-    this.workersDesired = new Gauge({
-      name: "osac_clusterorder_workers_desired", help: "Bare-metal workers requested by ClusterOrders, per tenant.",
-      labelNames, registers,
-    });
-    this.workersReady = new Gauge({
-      name: "osac_clusterorder_workers_ready", help: "Bare-metal workers in phase Ready, per tenant.", labelNames, registers,
-    });
-    this.workersFailed = new Gauge({
-      name: "osac_clusterorder_workers_failed", help: "Bare-metal workers in phase Failed, per tenant.", labelNames, registers,
-    });
-    this.provisioningDuration = new Histogram({
-      name: "osac_clusterorder_worker_provisioning_duration_seconds",
-      help: "Time from worker creation to joining its NodePool.", labelNames, buckets: PROVISIONING_BUCKETS, registers,
-    });
-    this.agentCorrelationDuration = new Histogram({
-      name: "osac_clusterorder_worker_agent_correlation_duration_seconds",
-      help: "Time from a BareMetalInstance running to its Agent matched by MAC.", labelNames,
-      buckets: CORRELATION_BUCKETS, registers,
-    });
-    this.reconcileDuration = new Histogram({
-      name: "bmw_reconcile_duration_seconds", help: "Duration of one ClusterOrder reconcile.", labelNames: ["result"],
-      buckets: RECONCILE_BUCKETS, registers,
-    });
-    this.pulumiUps = new Counter({
-      name: "bmw_pulumi_ups_total", help: "pulumi up operations started, by outcome.", labelNames: ["result"], registers,
-    });
-    this.skippedByFingerprint = new Counter({
-      name: "bmw_reconcile_skipped_unchanged_total",
-      help: "Reconciles that ran no pulumi up because the plan fingerprint was unchanged.", registers,
-    });
-    this.fulfillmentCalls = new Counter({
-      name: "bmw_fulfillment_calls_total", help: "Calls to the fulfillment-service private API, by method and gRPC code.",
-      labelNames: ["method", "code"], registers,
-    });
-    this.passDuration = new Gauge({
-      name: "bmw_loop_pass_duration_seconds",
-      help: "Duration of the last full pass: from a timer tick until every ClusterOrder it listed was reconciled once.", registers,
-    });
-    const slots = opts.updateSlots;
-    this.updateSlots = new Gauge({
-      name: "bmw_pulumi_update_slots", help: "Stack updates running (state=running) and waiting for one of the --concurrency slots (state=waiting).",
-      labelNames: ["state"], registers,
-      collect() {
-        if (!slots) return;
-        this.set({ state: "running" }, slots.inUse);
-        this.set({ state: "waiting" }, slots.waiting);
-      },
-    });
-    const stateBytes = opts.stateBytes;
-    this.stateBytes = new Gauge({
-      name: "bmw_state_bytes", help: "Bytes of the Pulumi file backend's state directory (checkpoints, retained history, locks).",
-      registers,
-      async collect() {
-        const bytes = await stateBytes?.();
-        if (bytes !== undefined) this.set(bytes);
-      },
-    });
+    // Registered in this order, which is the exposition's order.
+    const design = designMetrics(registers);
+    this.workersDesired = design.workersDesired;
+    this.workersReady = design.workersReady;
+    this.workersFailed = design.workersFailed;
+    this.provisioningDuration = design.provisioningDuration;
+    this.agentCorrelationDuration = design.agentCorrelationDuration;
+    const loop = loopMetrics(registers);
+    this.reconcileDuration = loop.reconcileDuration;
+    this.pulumiUps = loop.pulumiUps;
+    this.skippedByFingerprint = loop.skippedByFingerprint;
+    this.fulfillmentCalls = loop.fulfillmentCalls;
+    this.passDuration = loop.passDuration;
+    const scraped = scrapedGauges(registers, opts);
+    this.updateSlots = scraped.updateSlots;
+    this.stateBytes = scraped.stateBytes;
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });
   }
 

@@ -3,23 +3,23 @@
 // translated into planner types; the planner itself never does I/O.
 import type { FulfillmentApi } from "../clients/fulfillment";
 import {
-  catalogHostType, ensureSystemCatalogItem, Filter, InconsistentListError, isTransient, NotFoundError, observedBmi, PermissionDeniedError,
-  resolveDiskImage, SYSTEM_TENANT, UnauthenticatedError, usableInterfaces,
+  Filter, InconsistentListError, isTransient, PermissionDeniedError, resolveDiskImage, SYSTEM_TENANT, UnauthenticatedError,
 } from "../clients/fulfillment";
-import type {
-  BareMetalInstanceOut, BareMetalInstanceTypeOut, CatalogHostType, ClusterOut, ClusterVersionOut,
-} from "../clients/fulfillment";
+import type { ClusterOut, ClusterVersionOut } from "../clients/fulfillment";
 import { fetchIgnition } from "../clients/ignition";
 import type { ObserveCache } from "./observeCache";
 import { incarnationNames, nameSeed } from "./incarnationNames";
+import { confirmOrderBmis, SystemTenantInvisibleError } from "./orderBmis";
+import { type FulfillmentTally, instanceTypeInfo, loadSharedCatalog } from "./sharedCatalog";
 import type { AgentObject, HubReader } from "../clients/kube";
-import {
-  INFRAENV_AGENT_LABEL, INFRAENV_UID_ANNOTATION, infraEnvName, NODE_SET_LABEL, ORDER_LABEL, SYSTEM_CATALOG_ITEM,
-} from "../planner/names";
+import { INFRAENV_AGENT_LABEL, INFRAENV_UID_ANNOTATION, infraEnvName, NODE_SET_LABEL, ORDER_LABEL } from "../planner/names";
 import type {
   ClusterOrder, DiskImageResolution, IgnitionFetch, InstanceTypeInfo, ObservedAgent, ObservedBmi, ObservedInfraEnv,
   ObservedNodePool, PlannerConfig, Snapshot,
 } from "../planner/types";
+
+export { confirmUnlisted, recordedBmiIds, seesSystemTenant, SystemTenantInvisibleError } from "./orderBmis";
+export { instanceTypeInfo } from "./sharedCatalog";
 
 type FulfillmentErrorKind = NonNullable<Snapshot["fulfillmentErrorKind"]>;
 
@@ -157,33 +157,6 @@ export function ownedInfraEnv(infraEnvs: InfraEnvLike[], order: ClusterOrder): O
   };
 }
 
-/**
- * An instance type as the planner needs it. Its fabric port is the first one the HostType of the
- * catalog item's template accepts, since the server checks attachments against that HostType; when
- * it accepts none, no port is guessed: the node set's creates are blocked with the reason.
- */
-export function instanceTypeInfo(t: BareMetalInstanceTypeOut, hostType: CatalogHostType = NO_HOST_TYPE): InstanceTypeInfo {
-  const name = t.metadata?.name ?? t.id;
-  const fabric = (t.spec?.hardware?.network_ports ?? []).filter((p) => p.role === "fabric").map((p) => p.name);
-  if (hostType.kind === "none") return { name, fabricPort: fabric[0] };
-  if (hostType.kind === "unresolved") {
-    return { name, interfaceProblem: `${hostType.message}; the fulfillment-service would refuse every network attachment`,
-      hostType: { name: "", interfaces: [] } };
-  }
-  const interfaces = hostType.interfaces.map((i) => ({ ...i }));
-  const usable = new Set(usableInterfaces(interfaces).map((i) => i.name));
-  const fabricPort = fabric.find((p) => usable.has(p));
-  if (fabricPort || fabric.length === 0) return { name, ...(fabricPort ? { fabricPort } : {}), hostType: { name: hostType.hostType, interfaces } };
-  return {
-    name,
-    interfaceProblem: `no fabric port of BareMetalInstanceType ${name} (${fabric.join(", ")}) is a usable interface of HostType ` +
-      `${hostType.hostType} (template ${hostType.template}: ${[...usable].join(", ") || "none"}), which the fulfillment-service checks attachments against`,
-    hostType: { name: hostType.hostType, interfaces },
-  };
-}
-
-const NO_HOST_TYPE: CatalogHostType = { kind: "none", note: "not looked up" };
-
 /** The fulfillment Cluster behind a ClusterOrder: its id is the order's clusterorder-uuid label. */
 export const CLUSTER_ID_LABEL = "osac.openshift.io/clusterorder-uuid";
 
@@ -219,7 +192,6 @@ async function resolveOrderDiskImage(f: FulfillmentApi, order: ClusterOrder): Pr
   return { ok: true, id: image.id, name: image.metadata?.name || image.id };
 }
 
-/** Reads the order, its hub objects and its BMIs. Throws OrderNotFoundError when the order is gone. */
 // A label value: at most 63 characters, alphanumeric at both ends. No Agent can carry anything else.
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 
@@ -237,59 +209,6 @@ export async function listOrderAgents(kube: Pick<HubReader, "listAgents">, order
     for (const a of list) byUid.set(a.metadata?.uid ?? `${a.metadata?.namespace}/${a.metadata?.name}`, a);
   }
   return [...byUid.values()];
-}
-
-/** BMI ids the order's status records, in order of appearance, once each. */
-export function recordedBmiIds(order: ClusterOrder): string[] {
-  const ids = (order.status?.workers ?? []).map((w) => w.bareMetalInstance?.id).filter((id): id is string => !!id);
-  return [...new Set(ids)];
-}
-
-/**
- * Absence from a List is not proof of deletion (I3): every recorded BMI the List left out is read with
- * a Get. Found → the List missed it; NOT_FOUND → confirmed gone; any other failure throws, so the BMI
- * list is unknown this pass.
- */
-export async function confirmUnlisted(f: Pick<FulfillmentApi, "bareMetalInstances">, recorded: string[], listedIds: string[]):
-  Promise<{ found: BareMetalInstanceOut[]; gone: string[]; calls: number }> {
-  const listed = new Set(listedIds);
-  const missing = recorded.filter((id) => !listed.has(id));
-  const results = await Promise.all(missing.map(async (id) => {
-    try {
-      return { id, bmi: await f.bareMetalInstances.get(id) };
-    } catch (err) {
-      if (err instanceof NotFoundError) return { id, bmi: undefined };
-      throw err;
-    }
-  }));
-  return {
-    found: results.flatMap((r) => (r.bmi ? [r.bmi] : [])),
-    gone: results.filter((r) => !r.bmi).map((r) => r.id),
-    calls: missing.length,
-  };
-}
-
-/**
- * The service answers NOT_FOUND for objects the caller cannot see, not only for deleted ones: a token
- * whose subject lost its admin rights would make every recorded BMI look deleted. NOT_FOUND is taken
- * as proof of deletion only when this observation saw a tenant-system object; this is the error when
- * it could not.
- */
-export class SystemTenantInvisibleError extends Error {
-  override name = "SystemTenantInvisibleError";
-  constructor(notFound: number) {
-    super(`every recorded BareMetalInstance (${notFound}) answered NOT_FOUND, but this token cannot be shown to see tenant ` +
-      `system (the system BareMetalInstanceCatalogItem '${SYSTEM_CATALOG_ITEM}' is not visible to it), so NOT_FOUND may only mean ` +
-      "invisible and none is taken as deleted; the token's subject needs admin access to the private API");
-  }
-}
-
-/** One cheap read that proves the caller sees tenant system: the system catalog item, listed in tenant system. */
-export async function seesSystemTenant(f: Pick<FulfillmentApi, "catalogItems">): Promise<boolean> {
-  const page = await f.catalogItems.list({
-    filter: Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.nameEquals(SYSTEM_CATALOG_ITEM)), limit: 1,
-  });
-  return page.items.some((i) => i.metadata?.tenant === SYSTEM_TENANT);
 }
 
 /** What kind of failure it was, and a message that names what an operator can do about it (no secrets). */
@@ -311,11 +230,18 @@ export function describeFulfillmentFailure(err: unknown): { kind: FulfillmentErr
   return { kind: "Other", message: `a fulfillment-service call failed: ${text}` };
 }
 
-export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new Date()): Promise<Observation> {
-  const { kube, fulfillment } = deps;
-  const order = await kube.getClusterOrder(ref.namespace, ref.name);
-  if (!order) throw new OrderNotFoundError(ref);
-  const ns = ref.namespace;
+/** The order's objects on the hub that the planner correlates with it. */
+interface HubObjects {
+  infraEnvs: Awaited<ReturnType<HubReader["listInfraEnvs"]>>;
+  infraEnv: ObservedInfraEnv | undefined;
+  agents: AgentObject[];
+  /** Those of the order's HostedCluster (all of the namespace before it is known). */
+  nodePools: Awaited<ReturnType<HubReader["listNodePools"]>>;
+  clusterDeployment: Snapshot["clusterDeployment"];
+}
+
+/** Reads the order's InfraEnv, Agents, NodePools and ClusterDeployment from the hub, all at once. */
+async function readHubObjects(kube: HubReader, order: ClusterOrder, ns: string): Promise<HubObjects> {
   // HyperShift keeps the ClusterDeployment in the hosted control plane namespace (<ns>-<hostedcluster>).
   const hc = order.status?.clusterReference;
   const cdNamespaces = hc ? [`${hc.namespace}-${hc.hostedClusterName}`, hc.namespace] : [ns];
@@ -323,92 +249,104 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
     kube.listInfraEnvs(ns), listOrderAgents(kube, order), kube.listNodePools(ns),
     ...cdNamespaces.map((n) => kube.listClusterDeployments(n)),
   ]);
-  const infraEnv = ownedInfraEnv(infraEnvs, order);
   // No clusterReference yet means the cluster is not there yet: no ClusterDeployment, nothing to bind to.
   const cd = hc ? cdLists.flat().find((c) => c.metadata?.name === hc.hostedClusterName) : undefined;
+  return {
+    infraEnvs, infraEnv: ownedInfraEnv(infraEnvs, order), agents, nodePools: nodePoolsOfCluster(nodePools, hc?.hostedClusterName),
+    clusterDeployment: cd?.metadata?.name ? { name: cd.metadata.name, namespace: cd.metadata.namespace ?? ns } : undefined,
+  };
+}
 
-  let fulfillmentCalls = 0;
-  let fulfillmentError: string | undefined;
-  let fulfillmentErrorKind: FulfillmentErrorKind | undefined;
-  let catalogItemError: string | undefined;
-  let bmis: ObservedBmi[] | undefined;
-  let goneBmiIds: string[] | undefined;
-  let diskImage: DiskImageResolution = { ok: false, reason: "ClusterVersionNotFound", message: "not resolved yet" };
-  const instanceTypes: Record<string, InstanceTypeInfo> = {};
-  // "" is "unresolved": the planner's gate then blocks every create (never a name sent as an id).
-  let catalogItem = "";
+/**
+ * What the fulfillment-service told this observation. The reads fill it as they go: when one fails, the
+ * fields keep what the reads before it found, and the calls count what was made.
+ */
+interface FulfillmentReading extends FulfillmentTally {
+  error?: string;
+  errorKind?: FulfillmentErrorKind;
+  catalogItemError?: string;
+  bmis?: ObservedBmi[];
+  goneBmiIds?: string[];
+  diskImage: DiskImageResolution;
+  instanceTypes: Record<string, InstanceTypeInfo>;
+  /** "" is "unresolved": the planner's gate then blocks every create (never a name sent as an id). */
+  catalogItem: string;
+}
+
+/** Reads the order's BMIs, the shared catalog and the order's disk image; a failure is recorded, never thrown. */
+async function readFulfillment(deps: ObserveDeps, order: ClusterOrder): Promise<FulfillmentReading> {
+  const reading: FulfillmentReading = {
+    calls: 0, systemSeen: false, instanceTypes: {}, catalogItem: "",
+    diskImage: { ok: false, reason: "ClusterVersionNotFound", message: "not resolved yet" },
+  };
   try {
-    const orderFilter = Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid }));
-    // Whether a read of this observation (not the cache) found a tenant-system object: see SystemTenantInvisibleError.
-    let systemSeen = false;
-    // The template and HostType are cached with the catalog: a steady tick adds no calls per order.
-    const loadCatalog = async () => {
-      const [types, item] = await Promise.all([
-        fulfillment.instanceTypes.listAll(),
-        ensureSystemCatalogItem(fulfillment.catalogItems, SYSTEM_CATALOG_ITEM, { create: deps.createCatalogItem === true }),
-      ]);
-      fulfillmentCalls += 2;
-      if (item.ok) systemSeen = true;
-      const hostType = item.ok ? await catalogHostType(fulfillment, item.template) : { value: NO_HOST_TYPE, calls: 0 };
-      fulfillmentCalls += hostType.calls;
-      return [types, item, hostType.value] as const;
-    };
-    const [listed, [types, item, hostType]] = await Promise.all([
-      fulfillment.bareMetalInstances.listAll(orderFilter),
-      deps.cache ? deps.cache.catalog(loadCatalog, ([, i]) => i.ok) : loadCatalog(),
-    ]);
-    fulfillmentCalls += 1;
-    const confirmed = await confirmUnlisted(fulfillment, recordedBmiIds(order), listed.map((b) => b.id));
-    fulfillmentCalls += confirmed.calls;
-    if (confirmed.gone.length > 0) {
-      systemSeen ||= listed.length > 0 || confirmed.found.length > 0;
-      if (!systemSeen) {
-        systemSeen = await seesSystemTenant(fulfillment);
-        fulfillmentCalls += 1;
-      }
-      // Unproven means nothing of tenant system was seen at all: every recorded BMI answered NOT_FOUND.
-      if (!systemSeen) throw new SystemTenantInvisibleError(confirmed.gone.length);
-    }
-    bmis = [...listed, ...confirmed.found].map(observedBmi);
-    goneBmiIds = confirmed.gone;
-    for (const t of types) instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t, hostType);
-    if (item.ok) catalogItem = item.id;
-    else catalogItemError = item.message;
-    diskImage = await resolveOrderDiskImage(fulfillment, order);
-    fulfillmentCalls += 3;
+    await readFulfillmentInto(deps, order, reading);
   } catch (err) {
     // Any failure leaves the BMI list unknown; the planner then changes nothing.
-    ({ kind: fulfillmentErrorKind, message: fulfillmentError } = describeFulfillmentFailure(err));
-    bmis = undefined;
-    goneBmiIds = undefined;
+    ({ kind: reading.errorKind, message: reading.error } = describeFulfillmentFailure(err));
+    reading.bmis = undefined;
+    reading.goneBmiIds = undefined;
   }
+  return reading;
+}
 
-  let ignition: IgnitionFetch | undefined;
-  if (infraEnv?.ignitionUrl) {
-    const url = infraEnv.ignitionUrl;
-    const load = () => fetchIgnition(url, { caFile: deps.ignitionCaFile, timeoutMs: deps.ignitionTimeoutMs, maxBytes: deps.config.ignitionMaxBytes });
-    const rv = infraEnvs.find((ie) => ie.metadata?.uid === infraEnv.uid)?.metadata?.resourceVersion ?? "";
-    ignition = await (deps.cache ? deps.cache.ignition(`${infraEnv.uid}/${rv}/${url}`, load) : load());
-  }
+/** The reads behind readFulfillment, in the order they depend on each other; throws at the first that fails. */
+async function readFulfillmentInto(deps: ObserveDeps, order: ClusterOrder, reading: FulfillmentReading): Promise<void> {
+  const { fulfillment } = deps;
+  const orderFilter = Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.labelsMatch({ [ORDER_LABEL]: order.metadata.uid }));
+  const loadCatalog = () => loadSharedCatalog(fulfillment, deps.createCatalogItem === true, reading);
+  const [listed, [types, item, hostType]] = await Promise.all([
+    fulfillment.bareMetalInstances.listAll(orderFilter),
+    deps.cache ? deps.cache.catalog(loadCatalog, ([, i]) => i.ok) : loadCatalog(),
+  ]);
+  reading.calls += 1;
+  ({ bmis: reading.bmis, goneBmiIds: reading.goneBmiIds } = await confirmOrderBmis(fulfillment, order, listed, reading));
+  for (const t of types) reading.instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t, hostType);
+  if (item.ok) reading.catalogItem = item.id;
+  else reading.catalogItemError = item.message;
+  reading.diskImage = await resolveOrderDiskImage(fulfillment, order);
+  reading.calls += 3;
+}
 
+/** Fetches the discovery ignition of the order's InfraEnv (through the cache when there is one), once it has a URL. */
+async function fetchInfraEnvIgnition(deps: ObserveDeps, hub: HubObjects): Promise<IgnitionFetch | undefined> {
+  const { infraEnv } = hub;
+  if (!infraEnv?.ignitionUrl) return undefined;
+  const url = infraEnv.ignitionUrl;
+  const load = () => fetchIgnition(url, { caFile: deps.ignitionCaFile, timeoutMs: deps.ignitionTimeoutMs, maxBytes: deps.config.ignitionMaxBytes });
+  const rv = hub.infraEnvs.find((ie) => ie.metadata?.uid === infraEnv.uid)?.metadata?.resourceVersion ?? "";
+  return await (deps.cache ? deps.cache.ignition(`${infraEnv.uid}/${rv}/${url}`, load) : load());
+}
+
+/** Reads the order, its hub objects and its BMIs. Throws OrderNotFoundError when the order is gone. */
+export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new Date()): Promise<Observation> {
+  const order = await deps.kube.getClusterOrder(ref.namespace, ref.name);
+  if (!order) throw new OrderNotFoundError(ref);
+  const hub = await readHubObjects(deps.kube, order, ref.namespace);
+  const reading = await readFulfillment(deps, order);
+  const ignition = await fetchInfraEnvIgnition(deps, hub);
+  const { error: fulfillmentError, errorKind: fulfillmentErrorKind, goneBmiIds } = reading;
   const snapshot: Snapshot = {
     now,
     order,
-    infraEnv,
+    infraEnv: hub.infraEnv,
     recordedInfraEnvUid: order.metadata.annotations?.[INFRAENV_UID_ANNOTATION],
     ignition,
-    diskImage,
-    instanceTypes,
-    catalogItem,
-    bmis,
+    diskImage: reading.diskImage,
+    instanceTypes: reading.instanceTypes,
+    catalogItem: reading.catalogItem,
+    bmis: reading.bmis,
     ...(goneBmiIds ? { goneBmiIds } : {}),
-    agents: agents.map(toObservedAgent),
-    nodePools: nodePoolsOfCluster(nodePools, hc?.hostedClusterName).map(toObservedNodePool),
-    clusterDeployment: cd?.metadata?.name ? { name: cd.metadata.name, namespace: cd.metadata.namespace ?? ns } : undefined,
+    agents: hub.agents.map(toObservedAgent),
+    nodePools: hub.nodePools.map(toObservedNodePool),
+    clusterDeployment: hub.clusterDeployment,
     fulfillmentErrors: fulfillmentError ? 1 : 0,
     ...(fulfillmentErrorKind ? { fulfillmentErrorKind } : {}),
     config: deps.config,
     newName: deps.newName ?? incarnationNames(nameSeed(order)),
   };
-  return { snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError, fulfillmentCalls, nameSeed: nameSeed(order) };
+  return {
+    snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError: reading.catalogItemError,
+    fulfillmentCalls: reading.calls, nameSeed: nameSeed(order),
+  };
 }

@@ -17,14 +17,14 @@ import { fulfillmentCondition, fulfillmentReported } from "./fulfillmentHealth";
 import { observeEntries } from "./lifecycle";
 import { isDeleting, isUnmanaged } from "./management";
 import { infraEnvName } from "./names";
-import { mapNodePools, nodePoolCondition } from "./nodepools";
+import { mapNodePools, nodePoolCondition, type NodePoolMapping } from "./nodepools";
 import { presenceOf } from "./presence";
 import { ACTIVE_PHASES, BOUND_PHASES, moveTo } from "./phases";
 import { createInputsKnown, scale } from "./scaling";
 import { countWorkers, desiredWorkers, orderPhase } from "./status";
 import { toIso } from "./time";
 import { updateFailedCondition } from "./updateOutcome";
-import type { DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerStatus } from "./types";
+import type { DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerDrift, WorkerStatus } from "./types";
 
 /** The floor of a computed requeue: never sooner than a second from now. */
 export const MIN_REQUEUE_MS = 1_000;
@@ -189,6 +189,53 @@ function nodeSetsWithoutRequest(gates: Gates, works: readonly Work[]): string[] 
   return [...new Set(works.filter((w) => !w.drop && !gates.nodeSets.has(w.entry.nodeSet)).map((w) => w.entry.nodeSet))].sort();
 }
 
+/** Events of the managed plan's own decisions: BMIs deleted, the InfraEnv created, an oversized discovery ignition. */
+function recordManagedEvents(ctx: PlanContext, all: readonly Work[], fence: readonly WorkerStatus[]): void {
+  const snapshot = ctx.snapshot;
+  for (const w of all) {
+    if (w.drop?.deletedEvent) {
+      ctx.events.push(orderEvent(EV_WORKER_DELETED, [w.entry.name, w.entry.bareMetalInstance?.name ?? ""],
+        `worker ${w.entry.name}: BareMetalInstance ${w.entry.bareMetalInstance?.name ?? "?"} deleted`));
+    }
+  }
+  if (!snapshot.infraEnv) {
+    ctx.events.unshift(orderEvent(EV_INFRAENV_CREATED, [infraEnvName(snapshot.order.metadata.name), snapshot.recordedInfraEnvUid ?? "initial"],
+      `InfraEnv ${infraEnvName(snapshot.order.metadata.name)} created (late binding, no clusterRef)`));
+  }
+  const inputs = ctx.gates.inputs;
+  if (fence.length > 0 && inputs && inputs.ignitionBytes > ctx.config.ignitionWarnBytes) {
+    ctx.events.push(orderEvent(EV_IGNITION_SIZE_WARNING, [snapshot.infraEnv?.uid ?? "", String(inputs.ignitionBytes)],
+      `the discovery ignition is ${inputs.ignitionBytes} bytes, above the ${ctx.config.ignitionWarnBytes}-byte warning level ` +
+      `(limit ${ctx.config.ignitionMaxBytes} bytes)`));
+  }
+}
+
+function managedConditions(
+  ctx: PlanContext, statusWorkers: readonly WorkerStatus[], desired: number, drift: readonly WorkerDrift[], pools: NodePoolMapping,
+): ConditionInput[] {
+  const gates = ctx.gates;
+  return [
+    workersFailedCondition(statusWorkers, desired),
+    driftCondition(drift),
+    ...gates.conditions,
+    fulfillmentCondition(ctx.snapshot),
+    ctx.ambiguities.length > 0
+      ? cond(COND_AGENT_MATCH_AMBIGUOUS, "True", "AmbiguousAgentMatch", `${ctx.ambiguities.join("; ")}; nothing is bound until the match is unique`)
+      : cond(COND_AGENT_MATCH_AMBIGUOUS, "False", "NoAmbiguity", "every correlated Agent matched uniquely"),
+    nodePoolCondition(pools, gates.poolConflicts),
+    cond(COND_MANAGED, "True", "Managed", "the bare-metal workers of this order are managed"),
+  ];
+}
+
+/** When the managed plan is due again; `held` counts declarations kept for a transition not yet persisted. */
+function scheduleManaged(ctx: PlanContext, statusWorkers: readonly WorkerStatus[], held: number, stale: boolean): void {
+  if (ctx.gates.pollIgnition || stale) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+  // BMIs are not watched: poll while anything is in flight; come back at once after a transition whose
+  // deletion waits for the new phase to be persisted.
+  if (statusWorkers.some((e) => e.phase !== "Ready" && e.phase !== "Failed")) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+  if (held > 0 || stale) ctx.deadlines.push(ctx.nowMs);
+}
+
 function planManaged(snapshot: Snapshot): Plan {
   const gates = evaluateGates(snapshot);
   const stale = Boolean(snapshot.infraEnv?.uid && snapshot.recordedInfraEnvUid && snapshot.infraEnv.uid !== snapshot.recordedInfraEnvUid);
@@ -197,47 +244,16 @@ function planManaged(snapshot: Snapshot): Plan {
   const scaled = scale(ctx, works);
   const all = [...works, ...scaled.created];
   const { workers, held } = declare(ctx, all);
-
-  for (const w of all) {
-    if (w.drop?.deletedEvent) {
-      ctx.events.push(orderEvent(EV_WORKER_DELETED, [w.entry.name, w.entry.bareMetalInstance?.name ?? ""],
-        `worker ${w.entry.name}: BareMetalInstance ${w.entry.bareMetalInstance?.name ?? "?"} deleted`));
-    }
-  }
   const fence = all.filter((w) => w.fenced).map((w) => w.entry);
-  if (!snapshot.infraEnv) {
-    ctx.events.unshift(orderEvent(EV_INFRAENV_CREATED, [infraEnvName(snapshot.order.metadata.name), snapshot.recordedInfraEnvUid ?? "initial"],
-      `InfraEnv ${infraEnvName(snapshot.order.metadata.name)} created (late binding, no clusterRef)`));
-  }
-  const inputs = gates.inputs;
-  if (fence.length > 0 && inputs && inputs.ignitionBytes > ctx.config.ignitionWarnBytes) {
-    ctx.events.push(orderEvent(EV_IGNITION_SIZE_WARNING, [snapshot.infraEnv?.uid ?? "", String(inputs.ignitionBytes)],
-      `the discovery ignition is ${inputs.ignitionBytes} bytes, above the ${ctx.config.ignitionWarnBytes}-byte warning level ` +
-      `(limit ${ctx.config.ignitionMaxBytes} bytes)`));
-  }
+  recordManagedEvents(ctx, all, fence);
 
   const statusWorkers = all.filter((w) => !w.drop).map((w) => w.entry);
   const desired = desiredWorkers(snapshot.order.spec.nodeRequests);
   const counts = countWorkers(statusWorkers);
   const drift = specDrift(snapshot, gates, statusWorkers);
   const pools = mapNodePools(snapshot.nodePools, gates.nodeSets, nodeSetsWithoutRequest(gates, all));
-  const conditions: ConditionInput[] = [
-    workersFailedCondition(statusWorkers, desired),
-    driftCondition(drift),
-    ...gates.conditions,
-    fulfillmentCondition(snapshot),
-    ctx.ambiguities.length > 0
-      ? cond(COND_AGENT_MATCH_AMBIGUOUS, "True", "AmbiguousAgentMatch", `${ctx.ambiguities.join("; ")}; nothing is bound until the match is unique`)
-      : cond(COND_AGENT_MATCH_AMBIGUOUS, "False", "NoAmbiguity", "every correlated Agent matched uniquely"),
-    nodePoolCondition(pools, gates.poolConflicts),
-    cond(COND_MANAGED, "True", "Managed", "the bare-metal workers of this order are managed"),
-  ];
-
-  if (gates.pollIgnition || stale) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
-  // BMIs are not watched: poll while anything is in flight; come back at once after a transition whose
-  // deletion waits for the new phase to be persisted.
-  if (statusWorkers.some((e) => e.phase !== "Ready" && e.phase !== "Failed")) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
-  if (held > 0 || stale) ctx.deadlines.push(ctx.nowMs);
+  const conditions = managedConditions(ctx, statusWorkers, desired, drift, pools);
+  scheduleManaged(ctx, statusWorkers, held, stale);
 
   return {
     infraEnv: desiredInfraEnv(snapshot.order),

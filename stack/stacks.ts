@@ -15,7 +15,6 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
-import { historyRetention } from "../config/settings";
 import type { OrderRef } from "../io/observe";
 import { writeHandoff } from "../io/handoff";
 import { stackName } from "../planner/names";
@@ -24,6 +23,7 @@ import { changeCounts, summarizeEventLog } from "./eventLog";
 import { type HistoryEntry, oneLine, readHistory } from "./history";
 import { KeyedMutex } from "./keyedMutex";
 import { type LeaseOwner, LeaderProcesses } from "./leaderProcesses";
+import { backendUrlOf, historyRetentionOf, type StackManagerOptions } from "./managerOptions";
 import { clearStaleLocks, resolvePendingOperations, StaleLockPolicy, stateDirOf } from "./locks";
 import { programDigest } from "./programDigest";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
@@ -32,27 +32,7 @@ import { prepareWorkDir, SettingsFileCache } from "./settingsFile";
 import { prunedCount, pruneStackState, StateSize } from "./stateRetention";
 import { PROJECT_ROOT, Toolchain, toolchain } from "./toolchain";
 
-export interface StackManagerOptions {
-  /** Directory of the program (index.ts; resolves node_modules). Default: the repository root. */
-  programDir?: string;
-  /** Where Pulumi.yaml and Pulumi.<stack>.yaml live. Default: programDir (the on-disk project). */
-  workDir?: string;
-  /** Directory of the default file backend (`file://<stateDir>`); created if missing. */
-  stateDir?: string;
-  /** Any Pulumi DIY backend URL (file://, s3://, ...). Default `file://<stateDir>`. */
-  backendUrl?: string;
-  /** File holding the secrets passphrase (mounted from a Secret). Default $PULUMI_CONFIG_PASSPHRASE_FILE. */
-  passphraseFile?: string;
-  /** Environment for the program; only BMW_* keys (and KUBECONFIG, a path) are accepted. */
-  envVars?: Record<string, string>;
-  /** Engine parallelism for up/refresh/destroy. Default: Pulumi's (4 x cores). */
-  parallelism?: number;
-  /** Type-check the TypeScript program on every run. Default false (the build type-checks it). */
-  typecheck?: boolean;
-  /** History entries kept per stack on a file backend. Default: envVars.BMW_HISTORY_RETENTION (config/settings.ts), else 100. */
-  historyRetention?: number;
-  toolchain?: Toolchain;
-}
+export type { StackManagerOptions } from "./managerOptions";
 
 export class StackManager {
   readonly programDir: string;
@@ -84,19 +64,10 @@ export class StackManager {
     this.tc = opts.toolchain ?? toolchain();
     this.programDir = path.resolve(opts.programDir ?? PROJECT_ROOT);
     this.workDir = path.resolve(opts.workDir ?? this.programDir);
-    if (opts.backendUrl) {
-      this.backendUrl = opts.backendUrl;
-    } else if (opts.stateDir) {
-      this.backendUrl = `file://${path.resolve(opts.stateDir)}`;
-    } else {
-      throw new Error("StackManager needs a stateDir (file backend) or a backendUrl");
-    }
+    this.backendUrl = backendUrlOf(opts);
     const stateDir = stateDirOf(this.backendUrl);
     if (stateDir) fs.mkdirSync(stateDir, { recursive: true });
-    this.historyRetention = opts.historyRetention ?? historyRetention(opts.envVars ?? {});
-    if (!Number.isInteger(this.historyRetention) || this.historyRetention < 1) {
-      throw new Error(`history retention must be a positive integer, got ${opts.historyRetention}`);
-    }
+    this.historyRetention = historyRetentionOf(opts);
     this.env = stackProcessEnv(this.tc, { backendUrl: this.backendUrl, passphraseFile: opts.passphraseFile, typecheck: opts.typecheck,
       programEnv: opts.envVars ?? {} });
     this.parallelism = opts.parallelism;

@@ -36,7 +36,11 @@ export function parseFieldPath(path: string): Segment[] | undefined {
     const m = re.exec(path);
     if (!m) return undefined;
     if (m[1] !== undefined) segments.push({ field: m[1] });
-    else segments.push({ key: m[2], value: JSON.parse(m[3]) as string });
+    else {
+      const value: unknown = JSON.parse(m[3]); // the regex admits only a quoted JSON string here
+      if (typeof value !== "string") return undefined;
+      segments.push({ key: m[2], value });
+    }
     at = re.lastIndex;
   }
   return segments.length > 0 ? segments : undefined;
