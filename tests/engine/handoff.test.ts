@@ -61,9 +61,12 @@ describe("the program handed the reconciler's observation", () => {
     }
   }
 
+  /** bmw-up-* directories that existed before this suite: other runs' (a killed reconciler leaves its own). */
+  const foreignRunDirs = new Set(fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("bmw-up-")));
+
   /** Every handoff file of a running update (in its private bmw-up-* directory), read while the program runs. */
   function handoffFiles(): { file: string; mode: number; dirMode: number; text: string }[] {
-    return fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("bmw-up-")).flatMap((d) => {
+    return fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("bmw-up-") && !foreignRunDirs.has(d)).flatMap((d) => {
       const dir = path.join(os.tmpdir(), d);
       const file = path.join(dir, "observation.json");
       try {

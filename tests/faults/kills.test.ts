@@ -20,10 +20,15 @@ import { emptyRecord, Lane, planNow, processIdentity, processState, commandLine,
 jest.setTimeout(900_000);
 
 const INTERVAL_S = 2;
-/** Convergence bound after the restart, in timer ticks (INTERVAL_S each), and in `up` runs. */
-const MAX_TICKS = 45;
+/**
+ * Convergence bound after the restart, in timer ticks (INTERVAL_S each), and in `up` runs. Ticks bound
+ * liveness, not speed (that is measured in `npm run bench`): 4 lanes share 2 cores here, and one lane alone
+ * converges in a fifth of this.
+ */
+const MAX_TICKS = 90;
 const MAX_UPS = 6;
-const KILL_TIMEOUT_MS = 90_000;
+/** How long an armed reconciler may take to reach its failpoint, with 4 lanes sharing 2 cores. */
+const KILL_TIMEOUT_MS = 180_000;
 /** How long a killed process may take to disappear before it counts as a survivor. */
 const SURVIVOR_GRACE_MS = 10_000;
 const LANE_CONCURRENCY = Number(process.env.BMW_FAULT_LANES ?? 4);
