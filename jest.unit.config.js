@@ -8,6 +8,8 @@ const UNIT_TESTS = [
   "tests/planner/**/*.test.ts",
   "tests/components/**/*.test.ts",
   "tests/controller/decide.test.ts",
+  "tests/controller/settledOrders.test.ts",
+  "tests/controller/settledProperty.test.ts",
   "tests/providers/checkDiff.test.ts",
   "tests/providers/markedLines.test.ts",
   "tests/config/**/*.test.ts",

@@ -8,6 +8,8 @@ export interface SteadyInterval {
   pulumiProcesses: number;
   ups: number;
   skipped: number;
+  /** Orders the pass skipped as settled, without a reconcile (absent in older runs). */
+  settled?: number;
   fulfillmentCalls: number;
   rssMiB: number;
   /**
@@ -38,6 +40,8 @@ export interface BenchResult {
   idleRssMiB: number;
   burst?: { orders: number; bmis: number; createMs: number; allBmisMs: number; stacksPerMinute: number };
   steady: SteadyInterval[];
+  /** The last size again, with settled orders off (BMW_RESYNC_INTERVAL_MS=0): the baseline of the settled skip. */
+  steadyObservingAll?: SteadyInterval;
   events?: { orders?: number; count: number; latenciesMs: number[]; medianMs: number; p95Ms: number };
   /** BMI calls the simulator counted, and live BMIs against requested workers (the run never scales down). */
   integrity?: Integrity;
@@ -78,6 +82,12 @@ export function renderMarkdown(r: BenchResult): string {
     out.push(`| steady tick at ${last.orders} orders × ${last.workers / last.orders} workers: wall time | ${s(last.passMs)} | naive loop (\`up\` on every stack)${note} ${s(naiveWall)} | ${x(last.passMs, naiveWall)} |`);
     out.push(`| steady tick: pulumi processes | ${last.pulumiProcesses} | naive loop${note} ${Math.round(naiveProcs)} | ${x(last.pulumiProcesses, naiveProcs)} |`);
   }
+  const all = r.steadyObservingAll;
+  if (last && all && all.orders === last.orders) {
+    out.push(`| steady pass at ${last.orders} orders: wall time (${last.settled ?? 0} settled) | ${s(last.passMs)} | every order observed (BMW_RESYNC_INTERVAL_MS=0) ${s(all.passMs)} | ${x(last.passMs, all.passMs)} |`);
+    out.push(`| steady pass at ${last.orders} orders: fulfillment calls | ${last.fulfillmentCalls} | every order observed ${all.fulfillmentCalls} | ${x(last.fulfillmentCalls, all.fulfillmentCalls)} |`);
+    out.push(`| reconciler RSS at ${last.orders} orders, settled orders on | ${last.rssMiB.toFixed(0)} MiB | every order observed ${all.rssMiB.toFixed(0)} MiB | ${x(last.rssMiB, all.rssMiB)} |`);
+  }
   if (r.restart && r.naive) {
     const naiveWall = r.naive.wallMs * (r.restart.orders / r.naive.stacks);
     out.push(`| restart: a new reconciler's first pass over ${r.restart.orders} orders (${r.restart.ups} ups, ${r.restart.pulumiProcesses} pulumi processes) | ${s(r.restart.untilFirstPassMs)} | one \`up\` per order (naive tick) ${s(naiveWall)} | ${x(r.restart.untilFirstPassMs, naiveWall)} |`);
@@ -94,10 +104,10 @@ export function renderMarkdown(r: BenchResult): string {
     out.push(`| reconciler RSS at ${last.orders} orders | ${last.rssMiB.toFixed(0)} MiB | idle, 0 orders ${r.idleRssMiB.toFixed(0)} MiB | ${x(last.rssMiB, r.idleRssMiB)} |`);
   }
   out.push("", "Steady state as the number of workers grows (one timer interval each):", "",
-    "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | fulfillment calls | calls per order | RSS |",
-    "|---|---|---|---|---|---|---|---|---|");
+    "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | settled (not observed) | fulfillment calls | calls per order | RSS |",
+    "|---|---|---|---|---|---|---|---|---|---|");
   for (const st of r.steady) {
-    out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB |`);
+    out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.settled ?? "n/a"} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB |`);
   }
   const whole = r.steady.filter((st) => st.interval);
   if (whole.length) {

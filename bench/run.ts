@@ -57,6 +57,9 @@ interface Options {
   resume?: string;
 }
 
+/** The --quick preset. */
+const QUICK = { orders: 40, burst: 20, events: 5, "naive-orders": 10, "floor-runs": 3 } as const;
+
 async function options(): Promise<Options> {
   const argv = await yargs(hideBin(process.argv))
     .usage("npm run bench [-- options]")
@@ -73,7 +76,14 @@ async function options(): Promise<Options> {
     .option("out", { type: "string", default: path.join(PROJECT_ROOT, "bench", "results") })
     .option("keep", { type: "boolean", default: false, describe: "leave the lab running and the directory in place" })
     .option("timeout", { type: "number", default: 5400, describe: "seconds allowed for any one stage" })
+    .option("quick", { type: "boolean", default: false,
+      describe: "day-to-day size: 40 orders, burst 20, 5 events, naive tick over 10 stacks, 3 floor runs (under 20 min on 2 cores); explicit options win" })
     .option("resume", { type: "string", describe: "carry on the run whose --dir this was: restart its lab and a reconciler on their data, and go on with the growth (other options are the run's own)" })
+    .middleware((a) => {
+      if (!a.quick) return;
+      const given = new Set(process.argv.slice(2).map((x) => x.replace(/^--/, "").split("=")[0]));
+      for (const [k, v] of Object.entries(QUICK)) if (!given.has(k)) (a as Record<string, unknown>)[k] = v;
+    }, true)
     .check((a) => {
       if (a.burst > a.orders) throw new Error("--burst cannot exceed --orders");
       if (a.events > a.orders) throw new Error("--events cannot exceed --orders");
@@ -133,7 +143,7 @@ class Reconciler {
   readonly child: ChildProcess;
   readonly logFile: string;
   private offset = 0;
-  readonly passes: { time: number; orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number }[] = [];
+  readonly passes: { time: number; orders: number; durationMs: number; ups: number; skipped: number; settled: number; fulfillmentCalls: number }[] = [];
   /** Every reconcile the log records: its end time and action. */
   private readonly reconciles: { time: number; action: string }[] = [];
   /** The reconciler's health/metrics address, from its first log line. */
@@ -158,7 +168,7 @@ class Reconciler {
     for (const line of fresh.slice(0, end).split("\n")) {
       if (!line.includes('"pass complete"') && !line.includes('"msg":"reconciled"') && !line.includes('"health"')) continue;
       let j: { time: string | number; msg: string; health?: string; action?: string;
-        orders: number; durationMs: number; ups: number; skipped: number; fulfillmentCalls: number };
+        orders: number; durationMs: number; ups: number; skipped: number; settled?: number; fulfillmentCalls: number };
       try {
         j = JSON.parse(line);
       } catch {
@@ -168,7 +178,7 @@ class Reconciler {
       this.healthUrl ??= j.health;
       if (j.msg === "reconciled" && j.action) this.reconciles.push({ time, action: j.action });
       if (j.msg === "pass complete") {
-        this.passes.push({ time, orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, fulfillmentCalls: j.fulfillmentCalls });
+        this.passes.push({ time, orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, settled: j.settled ?? 0, fulfillmentCalls: j.fulfillmentCalls });
       }
     }
   }
@@ -288,7 +298,7 @@ async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, o
   const by = rec.reconcilesBetween(first.time, second.time);
   return {
     orders, workers: orders * world.o.workers, passMs: second.durationMs, pulumiProcesses: c1 - c0, ups: second.ups,
-    skipped: second.skipped, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
+    skipped: second.skipped, settled: second.settled, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
     interval: { ms: second.time - first.time, reconciles: Object.values(by).reduce((a, b) => a + b, 0), ups: by.up ?? 0, fulfillmentCalls: f1 - f0 },
   };
 }
@@ -497,6 +507,17 @@ async function main(): Promise<void> {
         await runEvents();
         await runNaiveAndRestart();
       }
+    }
+    // Baseline of the settled-order skip: the same size, with a reconciler that observes every order on
+    // every pass (BMW_RESYNC_INTERVAL_MS=0), as before settled orders existed.
+    if (!result.steadyObservingAll && result.steady.length > 0) {
+      await rec.stop();
+      rec = new Reconciler({ ...env, BMW_RESYNC_INTERVAL_MS: "0" }, o, path.join(o.dir, "reconciler-observing-all.log"));
+      stopAtEnd.push(rec);
+      await rec.nextPass(0, o.timeout);
+      result.steadyObservingAll = await steadyInterval(rec, world, shim, have, o.interval * 3 + o.timeout);
+      save();
+      log(`steady at ${have} orders, every order observed: pass ${result.steadyObservingAll.passMs} ms, ${result.steadyObservingAll.fulfillmentCalls} fulfillment calls`);
     }
   } finally {
     for (const r of new Set([rec, ...stopAtEnd])) await r.stop();

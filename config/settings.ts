@@ -66,6 +66,11 @@ export interface ReconcilerSettings extends Settings {
   workDir?: string;
   /** How often an unchanged order's stack is updated with `--refresh` (BMW_REFRESH_INTERVAL_MS). */
   refreshIntervalMs: number;
+  /**
+   * Longest time a settled order goes without a full reconcile (BMW_RESYNC_INTERVAL_MS; 0: every timer pass
+   * observes every order in full). Watch events and BMI changes end a settled state at once.
+   */
+  resyncIntervalMs: number;
   /** How often a running update reports progress on the order (BMW_PROGRESS_REPORT_MS; 0: never). */
   progressReportMs: number;
   /** History entries kept per stack (BMW_HISTORY_RETENTION). */
@@ -75,6 +80,7 @@ export interface ReconcilerSettings extends Settings {
 export const DEFAULT_KUBE_TIMEOUT_MS = 30_000;
 export const DEFAULT_REFRESH_INTERVAL_MS = 3_600_000;
 export const DEFAULT_PROGRESS_REPORT_MS = 10_000;
+export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
 export const DEFAULT_HISTORY_RETENTION = 100;
 
 function existing(name: string, file: string): string {
@@ -149,6 +155,7 @@ export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOver
     workDir: optionalString(env, "BMW_WORK_DIR"),
     refreshIntervalMs: integer(env, "BMW_REFRESH_INTERVAL_MS", DEFAULT_REFRESH_INTERVAL_MS, 0),
     progressReportMs: integer(env, "BMW_PROGRESS_REPORT_MS", DEFAULT_PROGRESS_REPORT_MS, 0),
+    resyncIntervalMs: integer(env, "BMW_RESYNC_INTERVAL_MS", DEFAULT_RESYNC_INTERVAL_MS, 0),
     historyRetention: historyRetention(env),
   };
 }

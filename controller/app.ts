@@ -10,6 +10,8 @@ import { COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/condition
 import type { ClusterOrder, Condition, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "../io/observe";
 import { ObserveCache } from "../io/observeCache";
+import { listOrderBmiDigests } from "../io/orderBmiDigests";
+import { pinKey, SettledOrders } from "./settledOrders";
 import {
   reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
 } from "./reconcile";
@@ -36,6 +38,8 @@ export interface AppOptions {
   updateSlots?: Slots;
   /** Receives workers' provisioning and Agent-correlation durations (the loop's metrics). */
   durations?: WorkerDurations;
+  /** Where reconciles log what they decide and cannot report (the loop's logger); nowhere when absent. */
+  log?: ReconcileDeps["log"];
 }
 
 /** Refusals are user errors (exit code 2), not failures. */
@@ -150,10 +154,13 @@ export class App {
   private digest?: string;
   readonly memory = new Map<string, OrderMemory>();
   readonly observeCache = new ObserveCache();
+  /** Orders a steady timer pass may skip (used by the loop; a reconcile records them). */
+  readonly settled: SettledOrders;
   readonly stateDir: string;
   private readonly onOutput?: (chunk: string) => void;
   private readonly updateSlots?: Slots;
   private readonly durations?: WorkerDurations;
+  private readonly log?: ReconcileDeps["log"];
 
   constructor(opts: AppOptions = {}) {
     const env = opts.env ?? process.env;
@@ -162,6 +169,7 @@ export class App {
     this.onOutput = opts.onOutput;
     this.updateSlots = opts.updateSlots;
     this.durations = opts.durations;
+    this.log = opts.log;
     this.settings = s.program;
     this.config = s.planner;
     this.kube = new Kube(loadKubeConfig(this.settings.kubeconfigPath));
@@ -181,6 +189,11 @@ export class App {
       passphraseFile: passphraseFileFor(s),
       envVars: programEnv(this.settings, env),
       historyRetention: s.historyRetention,
+    });
+    this.settled = new SettledOrders({
+      listBmiDigests: () => listOrderBmiDigests(this.fulfillment),
+      pinOf: async (ref) => pinKey(await this.runner().pinnedNodeSets(ref)),
+      resyncMs: s.resyncIntervalMs,
     });
   }
 
@@ -215,10 +228,11 @@ export class App {
   reconcileDeps(): ReconcileDeps {
     return {
       kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
-      ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory, observeCache: this.observeCache,
+      ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory, observeCache: this.observeCache, settled: this.settled,
       refreshIntervalMs: this.reconcilerSettings.refreshIntervalMs,
       progressReportMs: this.reconcilerSettings.progressReportMs,
       durations: this.durations,
+      ...(this.log ? { log: this.log } : {}),
     };
   }
 

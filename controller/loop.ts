@@ -8,6 +8,7 @@ import { INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../planner/name
 import { isNotLeaderError } from "../lib/notLeader";
 import type { OrderRef } from "../io/observe";
 import type { ReconcileResult } from "./reconcile";
+import type { SettledMiss, SettledOrders } from "./settledOrders";
 import { describeUpdateFailure } from "./updateFailure";
 
 export interface LoopOptions {
@@ -33,6 +34,13 @@ export interface LoopOptions {
    */
   onPass?: (pass: { orders: number; durationMs: number }) => void;
   onResult?: (ref: OrderRef, result: ReconcileResult | Error, durationMs: number) => void;
+  /**
+   * Settled orders (controller/settledOrders.ts): a timer pass skips the reconcile of an order still
+   * settled; every other cause of a reconcile (a watch event, a requeue) ends its settled state first.
+   */
+  settled?: Pick<SettledOrders, "beginPass" | "check" | "invalidate" | "forget">;
+  /** A timer pass found the order settled (skipped, no reconcile), or why it did not. */
+  onSettledCheck?: (ref: OrderRef, outcome: "settled" | SettledMiss) => void;
 }
 
 const refKey = (r: OrderRef): string => `${r.namespace}/${r.name}`;
@@ -77,6 +85,8 @@ export class ReconcileLoop {
   private stopped = false;
   /** The current pass: orders of the last tick not yet reconciled since it. */
   private pass?: { startedAt: number; orders: number; pending: Set<string> };
+  /** Each order's identity and version as the last tick listed it (what a settled check compares). */
+  private listed = new Map<string, { uid: string; resourceVersion?: string }>();
   lastTickAt?: Date;
 
   constructor(private readonly opts: LoopOptions) {}
@@ -100,8 +110,13 @@ export class ReconcileLoop {
     while (this.running.size > 0) await new Promise((r) => setTimeout(r, 100));
   }
 
-  enqueue(ref: OrderRef, at = Date.now() + (this.opts.debounceMs ?? 500), opts: { specEdit?: boolean } = {}): void {
+  /**
+   * `keepSettled`: the timer's enqueue and a requeue time the order's result asked for (a settled order's
+   * state ends by then on its own) leave an order settled; any other cause (a watch event) ends it.
+   */
+  enqueue(ref: OrderRef, at = Date.now() + (this.opts.debounceMs ?? 500), opts: { specEdit?: boolean; keepSettled?: boolean } = {}): void {
     if (this.opts.namespaces?.length && !this.opts.namespaces.includes(ref.namespace)) return;
+    if (!opts.keepSettled) this.opts.settled?.invalidate(ref);
     const k = refKey(ref);
     const b = this.backoff.get(k);
     if (b && at < b.until) {
@@ -125,11 +140,13 @@ export class ReconcileLoop {
       }
       const keys = new Set(orders.map((o) => refKey(o.metadata)));
       this.pass = { startedAt: Date.now(), orders: keys.size, pending: keys };
+      this.listed = new Map(orders.map((o) => [refKey(o.metadata), { uid: o.metadata.uid, resourceVersion: o.metadata.resourceVersion }]));
+      this.opts.settled?.beginPass();
       for (const o of orders) {
         if (o.metadata.generation !== undefined) this.generations.set(refKey(o.metadata), o.metadata.generation);
         this.uidToKey.set(o.metadata.uid, refKey(o.metadata));
         this.infraEnvToKey.set(`${o.metadata.namespace}/${infraEnvName(o.metadata.name)}`, refKey(o.metadata));
-        this.enqueue(o.metadata, Date.now());
+        this.enqueue(o.metadata, Date.now(), { keepSettled: true });
         // An order waiting out its failure backoff is not part of this pass: the pass measures the loop's pace.
         if ((this.backoff.get(refKey(o.metadata))?.until ?? 0) > Date.now()) keys.delete(refKey(o.metadata));
       }
@@ -266,14 +283,30 @@ export class ReconcileLoop {
     this.opts.onPass?.({ orders: pass.orders, durationMs: Date.now() - pass.startedAt });
   }
 
+  /** The order's settled plan when it is still settled (no reconcile then), else undefined. */
+  private async settledResult(k: string, ref: OrderRef): Promise<ReconcileResult | undefined> {
+    const listed = this.listed.get(k);
+    if (!this.opts.settled || !listed) return undefined;
+    try {
+      const c = await this.opts.settled.check(ref, { metadata: { name: ref.name, namespace: ref.namespace, ...listed } });
+      this.opts.onSettledCheck?.(ref, "plan" in c ? "settled" : c.miss);
+      return "plan" in c ? { action: "skipped", plan: c.plan, settled: true } : undefined;
+    } catch (err) {
+      this.opts.log("warn", `settled check of ${k} failed; reconciling it in full`, loggableError(err));
+      return undefined;
+    }
+  }
+
   private async run(k: string): Promise<void> {
     const ref = keyRef(k);
     const started = Date.now();
     try {
-      const result = await this.opts.reconcile(ref);
+      const settled = await this.settledResult(k, ref);
+      const result = settled ?? await this.opts.reconcile(ref);
+      if (result.action === "gone") this.opts.settled?.forget(ref);
       this.backoff.delete(k);
       this.opts.onResult?.(ref, result, Date.now() - started);
-      if (result.requeueAt) this.enqueue(ref, Math.max(result.requeueAt.getTime(), Date.now() + 1_000));
+      if (result.requeueAt) this.enqueue(ref, Math.max(result.requeueAt.getTime(), Date.now() + 1_000), { keepSettled: true });
     } catch (err) {
       const e = err instanceof Error ? err : new Error(String(err));
       this.opts.onResult?.(ref, e, Date.now() - started);

@@ -79,6 +79,11 @@ function loopMetrics(registers: Registry[]) {
       name: "bmw_fulfillment_calls_total", help: "Calls to the fulfillment-service private API, by method and gRPC code.",
       labelNames: ["method", "code"], registers,
     }),
+    settledChecks: new Counter({
+      name: "bmw_settled_checks_total",
+      help: "Timer-pass checks of a settled order, by outcome: settled (skipped without a reconcile) or why it was reconciled in full.",
+      labelNames: ["outcome"], registers,
+    }),
     passDuration: new Gauge({
       name: "bmw_loop_pass_duration_seconds",
       help: "Duration of the last full pass: from a timer tick until every ClusterOrder it listed was reconciled once.", registers,
@@ -111,8 +116,16 @@ function scrapedGauges(registers: Registry[], opts: MetricsOptions) {
   };
 }
 
+export interface LoopTotals {
+  ups: number;
+  skipped: number;
+  settled: number;
+  fulfillmentCalls: number;
+}
+
 export class ReconcilerMetrics {
   readonly registry = new Registry();
+  private readonly running: LoopTotals = { ups: 0, skipped: 0, settled: 0, fulfillmentCalls: 0 };
 
   readonly workersDesired: Gauge<DesignLabel>;
   readonly workersReady: Gauge<DesignLabel>;
@@ -124,6 +137,7 @@ export class ReconcilerMetrics {
   readonly pulumiUps: Counter<"result">;
   readonly skippedByFingerprint: Counter;
   readonly fulfillmentCalls: Counter<"method" | "code">;
+  readonly settledChecks: Counter<"outcome">;
   readonly passDuration: Gauge;
   readonly updateSlots: Gauge<"state">;
   readonly stateBytes: Gauge;
@@ -142,6 +156,7 @@ export class ReconcilerMetrics {
     this.pulumiUps = loop.pulumiUps;
     this.skippedByFingerprint = loop.skippedByFingerprint;
     this.fulfillmentCalls = loop.fulfillmentCalls;
+    this.settledChecks = loop.settledChecks;
     this.passDuration = loop.passDuration;
     const scraped = scrapedGauges(registers, opts);
     this.updateSlots = scraped.updateSlots;
@@ -180,21 +195,32 @@ export class ReconcilerMetrics {
 
   countUp(result: UpResult): void {
     this.pulumiUps.inc({ result });
+    this.running.ups++;
   }
 
   countSkipped(): void {
     this.skippedByFingerprint.inc();
+    this.running.skipped++;
   }
 
   /** `code` is the gRPC status name ("OK", "UNAVAILABLE", ...), a bounded set. */
   countFulfillmentCall(method: string, code: string): void {
     this.fulfillmentCalls.inc({ method, code });
+    this.running.fulfillmentCalls++;
   }
 
-  /** Running totals of the loop's work, for per-pass figures in the log. */
-  async totals(): Promise<{ ups: number; skipped: number; fulfillmentCalls: number }> {
-    const sum = async (c: Counter<string>) => (await c.get()).values.reduce((a, v) => a + v.value, 0);
-    return { ups: await sum(this.pulumiUps), skipped: await sum(this.skippedByFingerprint), fulfillmentCalls: await sum(this.fulfillmentCalls) };
+  /** `outcome`: "settled", or the SettledMiss that sent the order to a full reconcile (a bounded set). */
+  countSettledCheck(outcome: string): void {
+    this.settledChecks.inc({ outcome });
+    if (outcome === "settled") this.running.settled++;
+  }
+
+  /**
+   * Running totals of the loop's work, for per-pass figures in the log. Read at once (prom-client's get()
+   * is asynchronous: a total read at a tick could include work done just after it).
+   */
+  totals(): LoopTotals {
+    return { ...this.running };
   }
 
   /** The Prometheus text exposition. */

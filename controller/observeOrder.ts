@@ -30,7 +30,7 @@ export async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: Or
     ...(mem.lastUpdate ? { lastUpdate: mem.lastUpdate } : {}),
     ...(mem.createRejections?.length ? { createRejections: mem.createRejections } : {}),
   };
-  return { observation: { ...obs, snapshot }, snapshot, plan: makePlan(snapshot) };
+  return { observation: { ...obs, snapshot }, snapshot, plan: makePlan(snapshot), ...(pin ? { pin } : {}) };
 }
 
 /** The hub as observation reads it, answering for the order with the version already in hand. */

@@ -14,6 +14,8 @@ import { isNotLeaderError } from "../lib/notLeader";
 import { decide, type Decision, settleAfterUpdate } from "./decide";
 import { finalize } from "./finalize";
 import { observeAndPlan } from "./observeOrder";
+import { bmiDigest } from "../io/orderBmiDigests";
+import { pinKey, type SettleToken, unsettledReason } from "./settledOrders";
 import {
   clockOf, orderKey, type Observed, type OrderMemory, type ReconcileDeps, type ReconcileResult, type UpResult,
 } from "./reconcileDeps";
@@ -34,11 +36,16 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     return { action: "ignored" };
   }
   const mem = memoryOf(deps, ref);
+  const settle = deps.settled?.begin(ref);
   if (order.metadata.deletionTimestamp) return finalize(deps, ref, order, mem);
   const current = await keepFinalizer(deps, ref, order);
   const observed = await observeAndPlan(deps, ref, mem, { order: current });
   const decision = decideAndRemember(deps, mem, observed);
-  if (decision.action !== "update") return reportWithoutUpdate(deps, ref, mem, observed, decision);
+  if (decision.action !== "update") {
+    const result = await reportWithoutUpdate(deps, ref, mem, observed, decision);
+    if (settle && decision.action === "skip") recordIfSettled(deps, settle, mem, observed);
+    return result;
+  }
   const observation = await fenceBeforeUpdate(deps, ref, mem, observed, decision);
   const up = await runUpdate(deps, ref, mem, observed, observation);
   return reportAfterUpdate(deps, ref, mem, decision, up);
@@ -101,6 +108,24 @@ function decideAndRemember(deps: ReconcileDeps, mem: OrderMemory, observed: Obse
   });
   Object.assign(mem, decision.memory);
   return decision;
+}
+
+/** A skip that leaves the order settled (controller/settledOrders.ts) is remembered, so steady passes need not observe it. */
+function recordIfSettled(deps: ReconcileDeps, token: SettleToken, mem: OrderMemory, observed: Observed): void {
+  const { snapshot, plan } = observed;
+  if (!deps.settled?.enabled) return;
+  const reason = unsettledReason(plan, snapshot.bmis !== undefined, snapshot.goneBmiIds);
+  if (reason || !snapshot.bmis) {
+    deps.log?.("not settled", { order: token.key, reason }, "debug");
+    return;
+  }
+  const every = deps.refreshIntervalMs ?? 3_600_000;
+  const due = [every > 0 && mem.lastRefreshAt !== undefined ? mem.lastRefreshAt + every : NaN, Date.parse(plan.requeueAt ?? "")]
+    .filter(Number.isFinite);
+  deps.settled.record(token, {
+    resourceVersion: snapshot.order.metadata.resourceVersion ?? "", bmiDigest: bmiDigest(snapshot.bmis), pin: pinKey(observed.pin),
+    ...(due.length ? { dueAt: Math.min(...due) } : {}), plan,
+  });
 }
 
 /** A pause or a skip: the observed state is reported, nothing else is done. */

@@ -5,6 +5,7 @@ import type { FulfillmentApi } from "../clients/fulfillment";
 import type { HubApi } from "../clients/kube";
 import type { Observation, OrderRef } from "../io/observe";
 import type { ObserveCache } from "../io/observeCache";
+import type { SettledOrders } from "./settledOrders";
 import type { CreateRejection, Plan, PlannerConfig, Snapshot } from "../planner/types";
 
 export interface UpResult {
@@ -53,6 +54,8 @@ export interface ReconcileDeps {
   ignitionCaFile?: string;
   /** The long-running loop's observation cache (shared catalog, ignitions); absent for one-off reconciles. */
   observeCache?: ObserveCache;
+  /** The long-running loop's settled orders: a skip that leaves an order settled is recorded there. */
+  settled?: SettledOrders;
   /** The clock of every decision and timestamp a reconcile makes (default: the wall clock). */
   now?: () => Date;
   /** Memory kept between reconciles of the same order (fingerprints, error counts). */
@@ -67,7 +70,8 @@ export interface ReconcileDeps {
   progressReportMs?: number;
   /** Receives the provisioning and Agent-correlation durations of workers as their status records them. */
   durations?: WorkerDurations;
-  log?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** The reconciler's log; a message is a warning unless it says otherwise. */
+  log?: (msg: string, fields?: Record<string, unknown>, level?: "debug" | "warn") => void;
 }
 
 export interface OrderMemory {
@@ -99,6 +103,8 @@ export interface ReconcileResult {
   up?: UpResult;
   requeueAt?: Date;
   message?: string;
+  /** Skipped by a timer pass without a reconcile: the order was settled (controller/settledOrders.ts). */
+  settled?: boolean;
 }
 
 /** One observation of an order and the plan made from it. `observation.snapshot` is `snapshot`. */
@@ -106,6 +112,8 @@ export interface Observed {
   observation: Observation;
   snapshot: Snapshot;
   plan: Plan;
+  /** The rollback pin the plan followed (undefined: none). */
+  pin?: Record<string, number>;
 }
 
 export function orderKey(ref: OrderRef): string {

@@ -29,6 +29,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   let stateBytes: () => Promise<number> | undefined = () => undefined;
   const metrics = new ReconcilerMetrics({ updateSlots, stateBytes: () => stateBytes() });
   const app = await createApp({ ...opts, updateSlots, durations: metrics,
+    log: (msg, fields, level = "warn") => log[level](fields ?? {}, msg),
     onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
   stateBytes = () => app.stacks.stateBytes();
   const counts = new Map<string, OrderWorkerCounts>();
@@ -49,10 +50,16 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     },
     onPass: ({ orders, durationMs }) => {
       metrics.passDuration.set(durationMs / 1000);
-      void Promise.all([passStart, metrics.totals()]).then(([a, b]) => log.info({ orders, durationMs,
-        ups: b.ups - a.ups, skipped: b.skipped - a.skipped, fulfillmentCalls: b.fulfillmentCalls - a.fulfillmentCalls }, "pass complete"));
+      const [a, b] = [passStart, metrics.totals()];
+      log.info({ orders, durationMs, ups: b.ups - a.ups, skipped: b.skipped - a.skipped, settled: b.settled - a.settled,
+        fulfillmentCalls: b.fulfillmentCalls - a.fulfillmentCalls }, "pass complete");
     },
     reconcile: countedReconcile(app, metrics, counts, log),
+    ...(app.settled.enabled ? { settled: app.settled } : {}),
+    onSettledCheck: (ref, outcome) => {
+      metrics.countSettledCheck(outcome);
+      log.debug({ order: `${ref.namespace}/${ref.name}`, outcome }, "settled check");
+    },
   });
   const kc = loadKubeConfig(app.settings.kubeconfigPath);
   const health = await startHealthServer({

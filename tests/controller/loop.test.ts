@@ -8,6 +8,8 @@ import { PulumiCommandError } from "../../stack/pulumiProcess";
 import { Slots } from "../../controller/slots";
 import type { ReconcileResult } from "../../controller/reconcile";
 import type { ClusterOrder } from "../../planner/types";
+import { SettledOrders } from "../../controller/settledOrders";
+import { bmiDigest } from "../../io/orderBmiDigests";
 
 type WatchHandler = (type: string, obj: unknown) => void;
 type WatchDone = (err?: unknown) => void;
@@ -345,5 +347,40 @@ describe("ReconcileLoop", () => {
       { metadata: { namespace: "e", name: "a2", labels: { "infraenvs.agent-install.openshift.io": "co1-infraenv" } } });
     await sleep(300);
     expect(seen).toEqual(["e/co1", "e/co1"]);
+  });
+
+  it("a timer pass skips an order still settled, and a watch event or a new version of the order sends it to a full reconcile", async () => {
+    const orders = [{ ...order("e", "co1", "uid-1"), metadata: { ...order("e", "co1", "uid-1").metadata, resourceVersion: "7" } }];
+    const { kube, emit } = fakeKube(orders);
+    const settled = new SettledOrders({ listBmiDigests: async () => new Map(), pinOf: async () => "", resyncMs: 600_000 });
+    const seen: string[] = [];
+    const outcomes: string[] = [];
+    const settledPlan = { nodePoolReplicas: {}, workers: [], fence: [], events: [],
+      status: { workers: [], desiredWorkers: 0, currentWorkers: 0, readyWorkers: 0, conditions: [] } };
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 150, debounceMs: 0, settled,
+      onSettledCheck: (_ref, outcome) => outcomes.push(outcome),
+      reconcile: async (ref) => {
+        seen.push(`${ref.namespace}/${ref.name}`);
+        // What reconcileOrder does for a skip that leaves the order settled.
+        settled.record(settled.begin(ref), { resourceVersion: "7", bmiDigest: bmiDigest([]), pin: "", plan: settledPlan });
+        return { action: "skipped" };
+      },
+    });
+    await loop.start();
+    await sleep(500); // three more ticks
+    expect(seen).toEqual(["e/co1"]);
+    expect(outcomes[0]).toBe("none");
+    expect(outcomes.slice(1).every((o) => o === "settled")).toBe(true);
+    expect(outcomes.length).toBeGreaterThanOrEqual(3);
+    emit("/apis/agent-install.openshift.io/v1beta1/agents",
+      { metadata: { namespace: "e", name: "a1", labels: { "osac.openshift.io/cluster-order": "uid-1" } } });
+    await sleep(100);
+    expect(seen).toEqual(["e/co1", "e/co1"]);
+    // A version the tick lists that differs from the settled one: reconciled in full.
+    orders[0].metadata.resourceVersion = "8";
+    await sleep(200);
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    expect(outcomes).toContain("order-changed");
   });
 });

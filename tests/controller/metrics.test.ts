@@ -83,6 +83,22 @@ describe("ReconcilerMetrics", () => {
     expect(text).not.toMatch(/^osac_\w+\{[^}]*\b(?!tenant|worker_type|le)\w+=/m);
   });
 
+  it("counts settled checks by outcome, and its running totals are read at once (a pass's figures cannot take in later work)", async () => {
+    const m = new ReconcilerMetrics({ defaultMetrics: false });
+    const before = m.totals();
+    m.countSettledCheck("settled");
+    m.countSettledCheck("settled");
+    m.countSettledCheck("bmis-changed");
+    m.countFulfillmentCall("BareMetalInstances/List", "OK");
+    m.countUp("succeeded");
+    m.countSkipped();
+    expect(before).toEqual({ ups: 0, skipped: 0, settled: 0, fulfillmentCalls: 0 });
+    expect(m.totals()).toEqual({ ups: 1, skipped: 1, settled: 2, fulfillmentCalls: 1 });
+    const lines = await m.render();
+    expect(lines).toContain('bmw_settled_checks_total{outcome="settled"} 2');
+    expect(lines).toContain('bmw_settled_checks_total{outcome="bmis-changed"} 1');
+  });
+
   it("reports the pulumi slots as they are when scraped", async () => {
     const slots = { inUse: 2, waiting: 5 };
     const m = new ReconcilerMetrics({ defaultMetrics: false, updateSlots: slots });

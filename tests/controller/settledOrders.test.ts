@@ -1,0 +1,175 @@
+// Settled orders (controller/settledOrders.ts): when a steady pass may skip an order without observing
+// it, and every way that state ends; and the hub-wide BMI digests (io/orderBmiDigests.ts) against the
+// observation of each order, on the in-memory fake.
+import { FakeFulfillment, fakeFulfillment } from "../fakes/fulfillment";
+import { hubWith, ORDER_UID, orderRecording } from "../fulfillment/observeFixture";
+import { testSeed, workerBmi } from "../fulfillment/helpers";
+import { observe } from "../../io/observe";
+import { bmiDigest, listOrderBmiDigests } from "../../io/orderBmiDigests";
+import { defaultPlannerConfig } from "../../planner/config";
+import type { Plan, WorkerStatus } from "../../planner/types";
+import { isSettledPlan, pinKey, SettledOrders, spread, type SettledObservation } from "../../controller/settledOrders";
+
+const ref = { namespace: "ns", name: "demo" };
+const listed = (resourceVersion = "10", uid = "uid-1") => ({ metadata: { ...ref, uid, resourceVersion } });
+const ready = (i: number): WorkerStatus => ({ name: `w-${i}`, kind: "BareMetalInstance", nodeSet: "compute", phase: "Ready" } as WorkerStatus);
+
+function plan(over: Partial<Plan> = {}, status: Partial<Plan["status"]> = {}): Plan {
+  return {
+    nodePoolReplicas: {}, workers: [], fence: [], events: [],
+    status: { workers: [ready(0), ready(1)], desiredWorkers: 2, currentWorkers: 2, readyWorkers: 2, conditions: [], ...status },
+    ...over,
+  };
+}
+
+describe("isSettledPlan", () => {
+  it.each<[string, Plan, boolean, string[] | undefined, boolean]>([
+    ["every requested worker Ready, nothing pending", plan(), true, undefined, true],
+    ["no workers requested, none there", plan({}, { workers: [], desiredWorkers: 0, currentWorkers: 0, readyWorkers: 0 }), true, undefined, true],
+    ["BMIs unreadable", plan(), false, undefined, false],
+    ["a BMI confirmed gone", plan(), true, ["id-1"], false],
+    ["paused", plan({ paused: { reason: "Unmanaged", message: "m" } }), true, undefined, false],
+    ["a requeue time alone (it ends the state when it comes)", plan({ requeueAt: "2026-12-05T00:00:00Z" }), true, undefined, true],
+    ["a fence pending", plan({ fence: [ready(2)] }), true, undefined, false],
+    ["one worker short of the request", plan({}, { desiredWorkers: 3 }), true, undefined, false],
+    ["a worker not Ready", plan({}, { workers: [ready(0), { ...ready(1), phase: "Binding" }], readyWorkers: 1 }), true, undefined, false],
+    ["a Failed worker beside Ready ones", plan({}, { workers: [ready(0), ready(1), { ...ready(2), phase: "Failed" }] }), true, undefined, false],
+  ])("%s", (_what, p, bmisKnown, gone, want) => {
+    expect(isSettledPlan(p, bmisKnown, gone)).toBe(want);
+  });
+});
+
+describe("SettledOrders", () => {
+  let now = 1_000_000;
+  let digests = new Map<string, string>([["uid-1", "d1"]]);
+  let listings = 0;
+  let pin = "";
+  const seen = (over: Partial<SettledObservation> = {}): SettledObservation =>
+    ({ resourceVersion: "10", bmiDigest: "d1", pin: "", plan: plan(), ...over });
+  const make = (resyncMs = 600_000, failListing = false) => new SettledOrders({
+    listBmiDigests: async () => {
+      listings++;
+      if (failListing) throw new Error("UNAVAILABLE");
+      return digests;
+    },
+    pinOf: async () => pin, resyncMs, now: () => now,
+  });
+  beforeEach(() => {
+    now = 1_000_000;
+    digests = new Map([["uid-1", "d1"]]);
+    listings = 0;
+    pin = "";
+  });
+
+  it("answers a settled order with its plan, listing the hub's BMIs once per pass however many orders it checks", async () => {
+    const s = make();
+    s.record(s.begin(ref), seen());
+    s.record(s.begin({ namespace: "ns", name: "other" }), seen({ bmiDigest: "d2" }));
+    digests.set("uid-2", "d2");
+    expect(await s.check(ref, listed())).toEqual({ plan: plan() });
+    expect(await s.check({ namespace: "ns", name: "other" }, { metadata: { namespace: "ns", name: "other", uid: "uid-2", resourceVersion: "10" } }))
+      .toEqual({ plan: plan() });
+    expect(listings).toBe(1);
+    s.beginPass();
+    await s.check(ref, listed());
+    expect(listings).toBe(2);
+  });
+
+  it.each<[string, () => void, string]>([
+    ["the order's version moved (an edit, a status write)", () => undefined, "order-changed"],
+    ["its BMIs differ in this pass's listing", () => digests.set("uid-1", "d1-changed"), "bmis-changed"],
+    ["its BMIs are all gone from the listing", () => digests.delete("uid-1"), "bmis-changed"],
+    ["its rollback pin changed", () => { pin = pinKey({ compute: 1 }); }, "pin-changed"],
+    ["the resync time came", () => { now += 600_001; }, "expired"],
+  ])("is no longer settled when %s", async (what, change, miss) => {
+    const s = make();
+    s.record(s.begin(ref), seen());
+    change();
+    const rv = what.startsWith("the order's version") ? "11" : "10";
+    expect(await s.check(ref, listed(rv))).toEqual({ miss });
+  });
+
+  it("is not settled when the listing fails, and lists no second time in the same pass", async () => {
+    const s = make(600_000, true);
+    s.record(s.begin(ref), seen());
+    expect(await s.check(ref, listed())).toEqual({ miss: "bmis-unreadable" });
+    expect(await s.check(ref, listed())).toEqual({ miss: "bmis-unreadable" });
+    expect(listings).toBe(1);
+  });
+
+  it("an order with no BMI is settled against the digest of none", async () => {
+    const s = make();
+    s.record(s.begin(ref), seen({ bmiDigest: bmiDigest([]) }));
+    digests.delete("uid-1");
+    expect(await s.check(ref, listed())).toEqual({ plan: plan() });
+  });
+
+  it("ends when the order is due (periodic refresh, requeue time) if that comes before the resync", async () => {
+    const s = make();
+    s.record(s.begin(ref), seen({ dueAt: now + 1_000 }));
+    now += 999;
+    expect("plan" in await s.check(ref, listed())).toBe(true);
+    now += 1;
+    expect(await s.check(ref, listed())).toEqual({ miss: "expired" });
+  });
+
+  it("an invalidation while a reconcile runs keeps that reconcile from settling the order", async () => {
+    const s = make();
+    const token = s.begin(ref);
+    s.invalidate(ref); // a watch event during the reconcile: its observation may predate the change
+    expect(s.record(token, seen())).toBe(false);
+    expect(await s.check(ref, listed())).toEqual({ miss: "none" });
+    // The next reconcile, started after the event, may.
+    expect(s.record(s.begin(ref), seen())).toBe(true);
+    expect("plan" in await s.check(ref, listed())).toBe(true);
+  });
+
+  it("a full reconcile that starts ends the settled state, whatever it then finds", async () => {
+    const s = make();
+    s.record(s.begin(ref), seen());
+    s.begin(ref);
+    expect(await s.check(ref, listed())).toEqual({ miss: "none" });
+  });
+
+  it("records nothing when disabled (resync 0)", async () => {
+    const s = make(0);
+    expect(s.enabled).toBe(false);
+    expect(s.record(s.begin(ref), seen())).toBe(false);
+    expect(await s.check(ref, listed())).toEqual({ miss: "none" });
+  });
+
+  it("spreads resync times over the last quarter of the interval, fixed per order", () => {
+    const times = Array.from({ length: 200 }, (_, i) => spread(`ns/order-${i}`, 600_000));
+    expect(Math.min(...times)).toBeGreaterThanOrEqual(450_000);
+    expect(Math.max(...times)).toBeLessThanOrEqual(600_000);
+    expect(new Set(times).size).toBeGreaterThan(150);
+    expect(spread("ns/order-1", 600_000)).toBe(times[1]);
+  });
+
+  it("pinKey does not depend on the order of node sets", () => {
+    expect(pinKey({ a: 1, b: 2 })).toBe(pinKey({ b: 2, a: 1 }));
+    expect(pinKey(undefined)).toBe("");
+    expect(pinKey({ a: 1 })).not.toBe(pinKey({ a: 2 }));
+  });
+});
+
+describe("hub-wide BMI digests", () => {
+  it("equal each order's digest as its own observation sees its BMIs, from one List call", async () => {
+    const service = (await fakeFulfillment({ BareMetalInstanceCatalogItems: testSeed().catalogItems, BareMetalInstanceTypes: testSeed().instanceTypes })).service;
+    const admin = new FakeFulfillment(service);
+    const mine = [await admin.bareMetalInstances.create(workerBmi("w-0")), await admin.bareMetalInstances.create(workerBmi("w-1"))];
+    await admin.bareMetalInstances.create({ ...workerBmi("other"), metadata: { name: "other", labels: { "osac.openshift.io/cluster-order": "order-2" } } });
+    await admin.bareMetalInstances.create({ ...workerBmi("unlabelled"), metadata: { name: "unlabelled", labels: {} } });
+    const { snapshot } = await observe({ kube: hubWith(orderRecording(mine)), fulfillment: admin, config: defaultPlannerConfig() }, ref);
+    const before = service.calls.get("/osac.private.v1.BareMetalInstances/List") ?? 0;
+    const digests = await listOrderBmiDigests(admin);
+    // One page and the closing empty one.
+    expect(service.calls.get("/osac.private.v1.BareMetalInstances/List")! - before).toBeLessThanOrEqual(2);
+    expect(digests.get(ORDER_UID)).toBe(bmiDigest(snapshot.bmis ?? []));
+    expect([...digests.keys()].sort()).toEqual([ORDER_UID, "order-2"].sort());
+    // Any change the planner would see changes the digest.
+    await admin.bareMetalInstances.update({ ...mine[0], metadata: { ...mine[0].metadata, labels: { ...mine[0].metadata?.labels, extra: "x" } } } as never,
+      { updateMask: ["metadata.labels"] });
+    expect((await listOrderBmiDigests(admin)).get(ORDER_UID)).not.toBe(digests.get(ORDER_UID));
+  });
+});
