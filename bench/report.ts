@@ -86,7 +86,7 @@ export function renderMarkdown(r: BenchResult): string {
   if (last && all && all.orders === last.orders) {
     out.push(`| steady pass at ${last.orders} orders: wall time (${last.settled ?? 0} settled) | ${s(last.passMs)} | every order observed (BMW_RESYNC_INTERVAL_MS=0) ${s(all.passMs)} | ${x(last.passMs, all.passMs)} |`);
     out.push(`| steady pass at ${last.orders} orders: fulfillment calls | ${last.fulfillmentCalls} | every order observed ${all.fulfillmentCalls} | ${x(last.fulfillmentCalls, all.fulfillmentCalls)} |`);
-    out.push(`| reconciler RSS at ${last.orders} orders, settled orders on | ${last.rssMiB.toFixed(0)} MiB | every order observed ${all.rssMiB.toFixed(0)} MiB | ${x(last.rssMiB, all.rssMiB)} |`);
+    out.push(`| reconciler RSS at ${last.orders} orders, settled orders on (burst and growth behind it) | ${last.rssMiB.toFixed(0)} MiB | every order observed, a fresh process ${all.rssMiB.toFixed(0)} MiB | ${x(last.rssMiB, all.rssMiB)} |`);
   }
   if (r.restart && r.naive) {
     const naiveWall = r.naive.wallMs * (r.restart.orders / r.naive.stacks);
