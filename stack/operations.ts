@@ -38,4 +38,6 @@ export interface RecoveryReport {
   /** Undefined when the backend is not a file backend (locks cannot be inspected). */
   locks?: LockSweep;
   pendingCleared: PendingOperation[];
+  /** Unreadable attribute sidecars of the stack's blobs that were removed (stack/blobAttrs.ts). */
+  attrsRemoved?: string[];
 }

@@ -19,6 +19,7 @@ import type { OrderRef } from "../io/observe";
 import { writeHandoff } from "../io/handoff";
 import { stackName } from "../planner/names";
 import { NotLeaderError } from "../lib/notLeader";
+import { repairBlobAttrs } from "./blobAttrs";
 import { changeCounts, summarizeEventLog } from "./eventLog";
 import { type HistoryEntry, oneLine, readHistory } from "./history";
 import { KeyedMutex } from "./keyedMutex";
@@ -292,12 +293,13 @@ export class StackManager {
     return this.perStack.run(stack.name, async () => {
       this.assertLeading("recovery", stack.name);
       const stateDir = stateDirOf(this.backendUrl);
+      const attrsRemoved = stateDir ? repairBlobAttrs(stateDir, this.projectName, stack.name) : [];
       const locks = stateDir ? clearStaleLocks(stateDir, this.projectName, stack.name, full) : undefined;
-      if (locks && locks.held.length > 0) return { locks, pendingCleared: [] };
+      if (locks && locks.held.length > 0) return { locks, pendingCleared: [], attrsRemoved };
       const pendingCleared = await resolvePendingOperations(this.encryptedStore(stack.name));
       if (pendingCleared.length > 0) await this.pruneState(stack.name); // the import added a history entry
       this.known.add(stack.name);
-      return { locks, pendingCleared };
+      return { locks, pendingCleared, attrsRemoved };
     });
   }
 

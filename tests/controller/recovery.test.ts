@@ -93,6 +93,31 @@ describe("recovery after a runner is killed during an up", () => {
     expect(resourcesOfType((await sb.manager.exportStack(ORDER)).deployment, RECORD_TYPE).map((r) => r.id).sort()).toEqual(["a", "b"]);
   });
 
+  it("an attribute sidecar left empty by a kill (fileblob writes it in place) fails every load until recovery removes it", async () => {
+    const ref = { namespace: "ns2", name: "order4" };
+    sb.setDesired("ns2/order4", [{ name: "e", content: "e1" }]);
+    expect((await sb.manager.up(ref, { message: "first" })).summary).toBe("succeeded");
+    // What a kill -9 between fileblob's create of `<stack>.json.attrs` and its write leaves (seen in the kill suite).
+    const stacksDir = path.join(sb.stateDir, ".pulumi", "stacks", sb.manager.projectName);
+    const attrs = path.join(stacksDir, "ns2--order4.json.attrs");
+    expect(fs.existsSync(attrs)).toBe(true);
+    fs.writeFileSync(attrs, "");
+    const broken = await sb.manager.exportStack(ref).then(() => undefined, (e: unknown) => String(e));
+    expect(broken).toMatch(/failed to load checkpoint: EOF/);
+
+    const report = await sb.manager.recover(ref);
+    expect(report.attrsRemoved).toEqual([attrs]);
+    expect(fs.existsSync(path.join(stacksDir, "ns2--order4.json"))).toBe(true); // the checkpoint is never touched
+    expect(resourcesOfType((await sb.manager.exportStack(ref)).deployment, RECORD_TYPE).map((r) => r.id)).toEqual(["e"]);
+    sb.setDesired("ns2/order4", [{ name: "e", content: "e1" }, { name: "f", content: "f1" }]);
+    const after = await sb.manager.up(ref, { message: "after the repair" });
+    expect(after.summary).toBe("succeeded");
+    expect(after.changes.create).toBe(1);
+    // A readable sidecar is kept.
+    expect(fs.existsSync(attrs)).toBe(true);
+    expect((await sb.manager.recover(ref)).attrsRemoved ?? []).toEqual([]);
+  });
+
   it("aborting an up (SIGINT) lets the in-flight create finish, records it and unlocks", async () => {
     const other = { namespace: "ns2", name: "order3" };
     sb.setDesired("ns2/order3", [{ name: "c", content: "c1", sleepMs: 2_000 }, { name: "d", content: "d1", sleepMs: 2_000 }]);
