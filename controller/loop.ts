@@ -290,7 +290,7 @@ export class ReconcileLoop {
     try {
       const c = await this.opts.settled.check(ref, { metadata: { name: ref.name, namespace: ref.namespace, ...listed } });
       this.opts.onSettledCheck?.(ref, "plan" in c ? "settled" : c.miss);
-      return "plan" in c ? { action: "skipped", plan: c.plan, settled: true } : undefined;
+      return "plan" in c ? { action: "skipped", plan: c.plan } : undefined;
     } catch (err) {
       this.opts.log("warn", `settled check of ${k} failed; reconciling it in full`, loggableError(err));
       return undefined;

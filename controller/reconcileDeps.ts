@@ -103,8 +103,6 @@ export interface ReconcileResult {
   up?: UpResult;
   requeueAt?: Date;
   message?: string;
-  /** Skipped by a timer pass without a reconcile: the order was settled (controller/settledOrders.ts). */
-  settled?: boolean;
 }
 
 /** One observation of an order and the plan made from it. `observation.snapshot` is `snapshot`. */

@@ -12,6 +12,7 @@
 // A settled check only ever skips a reconcile; it never plans, writes or deletes anything.
 import * as crypto from "node:crypto";
 import type { OrderRef } from "../io/observe";
+import { bmiDigest } from "../io/orderBmiDigests";
 import type { ClusterOrder, Plan } from "../planner/types";
 import { orderKey } from "./reconcileDeps";
 
@@ -64,10 +65,6 @@ export function unsettledReason(plan: Plan, bmisKnown: boolean, goneBmiIds: read
   }
   const other = s.workers.find((w) => w.phase !== "Ready");
   return other ? `worker ${other.name} is ${other.phase}` : undefined;
-}
-
-export function isSettledPlan(plan: Plan, bmisKnown: boolean, goneBmiIds: readonly string[] | undefined): boolean {
-  return unsettledReason(plan, bmisKnown, goneBmiIds) === undefined;
 }
 
 export class SettledOrders {
@@ -132,11 +129,6 @@ export class SettledOrders {
     if ((await this.opts.pinOf(ref)) !== s.pin) return { miss: "pin-changed" };
     return { plan: s.plan };
   }
-
-  /** Orders settled now (for tests and the status endpoint). */
-  get size(): number {
-    return this.settled.size;
-  }
 }
 
 /** A rollback pin as the settled record compares it ("" for none). */
@@ -144,8 +136,8 @@ export function pinKey(pin: Readonly<Record<string, number>> | undefined): strin
   return pin ? JSON.stringify(Object.entries(pin).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : "";
 }
 
-/** The digest of no BMIs (io/orderBmiDigests.ts bmiDigest of []). */
-const EMPTY_DIGEST = crypto.createHash("sha256").update("[]").digest("hex");
+/** An order with no BMI has no entry in the pass's listing. */
+const EMPTY_DIGEST = bmiDigest([]);
 
 /**
  * A resync time in [3/4, 1] of the interval, fixed per order: orders settled in the same pass do not all

@@ -8,7 +8,7 @@ import { observe } from "../../io/observe";
 import { bmiDigest, listOrderBmiDigests } from "../../io/orderBmiDigests";
 import { defaultPlannerConfig } from "../../planner/config";
 import type { Plan, WorkerStatus } from "../../planner/types";
-import { isSettledPlan, pinKey, SettledOrders, spread, type SettledObservation } from "../../controller/settledOrders";
+import { pinKey, SettledOrders, spread, type SettledObservation, unsettledReason } from "../../controller/settledOrders";
 
 const ref = { namespace: "ns", name: "demo" };
 const listed = (resourceVersion = "10", uid = "uid-1") => ({ metadata: { ...ref, uid, resourceVersion } });
@@ -22,7 +22,7 @@ function plan(over: Partial<Plan> = {}, status: Partial<Plan["status"]> = {}): P
   };
 }
 
-describe("isSettledPlan", () => {
+describe("unsettledReason", () => {
   it.each<[string, Plan, boolean, string[] | undefined, boolean]>([
     ["every requested worker Ready, nothing pending", plan(), true, undefined, true],
     ["no workers requested, none there", plan({}, { workers: [], desiredWorkers: 0, currentWorkers: 0, readyWorkers: 0 }), true, undefined, true],
@@ -35,7 +35,7 @@ describe("isSettledPlan", () => {
     ["a worker not Ready", plan({}, { workers: [ready(0), { ...ready(1), phase: "Binding" }], readyWorkers: 1 }), true, undefined, false],
     ["a Failed worker beside Ready ones", plan({}, { workers: [ready(0), ready(1), { ...ready(2), phase: "Failed" }] }), true, undefined, false],
   ])("%s", (_what, p, bmisKnown, gone, want) => {
-    expect(isSettledPlan(p, bmisKnown, gone)).toBe(want);
+    expect(unsettledReason(p, bmisKnown, gone) === undefined).toBe(want);
   });
 });
 
