@@ -42,7 +42,8 @@ export class CpuProfile {
   private startedAt = 0;
   private wallMs = 0;
 
-  constructor(private readonly root: number, private readonly everyMs = 100) {}
+  /** `includeRoot` false: only the root's descendants (the root is the sampling process itself). */
+  constructor(private readonly root: number, private readonly everyMs = 100, private readonly includeRoot = true) {}
 
   start(): void {
     this.startedAt = Date.now();
@@ -68,7 +69,7 @@ export class CpuProfile {
       return false;
     };
     for (const [pid, s] of info) {
-      if (!under(pid)) continue;
+      if (!under(pid) || (!this.includeRoot && pid === this.root)) continue;
       const key = `${pid}:${s.start}`;
       if (isBase) {
         this.base.set(key, s.cpu);

@@ -28,13 +28,24 @@ export interface Integrity {
 
 import type { LoadVariant } from "./programLoad";
 
+export interface EventsResult {
+  orders?: number;
+  count: number;
+  latenciesMs: number[];
+  medianMs: number;
+  p95Ms: number;
+  /** CPU of every process under the reconciler from each patch to the end of the update that followed. */
+  cpuSeconds?: number[];
+  medianCpuSeconds?: number;
+}
+
 export interface BenchResult {
   startedAt: string;
   /** When the run was carried on with --resume after its processes ended. */
   resumedAt?: string[];
   options: Record<string, unknown>;
   machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string; pulumi: string; platform: string };
-  floor: { runs: number[]; medianMs: number };
+  floor: { runs: number[]; medianMs: number; cpuSeconds?: number[]; medianCpuSeconds?: number };
   /** CPU of loading the program in a fresh Node process, per transpiler and compile-cache setting. */
   programLoad?: LoadVariant[];
   idleRssMiB: number;
@@ -42,7 +53,9 @@ export interface BenchResult {
   steady: SteadyInterval[];
   /** The last size again, with settled orders off (BMW_RESYNC_INTERVAL_MS=0): the baseline of the settled skip. */
   steadyObservingAll?: SteadyInterval;
-  events?: { orders?: number; count: number; latenciesMs: number[]; medianMs: number; p95Ms: number };
+  events?: EventsResult;
+  /** The same events with a Node program process per update (BMW_PROGRAM_MODE=process): the inline program's baseline. */
+  eventsProgramProcess?: EventsResult;
   /** BMI calls the simulator counted, and live BMIs against requested workers (the run never scales down). */
   integrity?: Integrity;
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
@@ -56,6 +69,12 @@ export interface BenchResult {
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const x = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : "n/a");
+
+/** Workers per order before an event's scale-up. */
+function workersOf(r: BenchResult): number {
+  const w = r.options.workers;
+  return typeof w === "number" ? w : 4;
+}
 
 export function renderMarkdown(r: BenchResult): string {
   const m = r.machine;
@@ -72,6 +91,18 @@ export function renderMarkdown(r: BenchResult): string {
   if (r.events) {
     out.push(`| event → first BMI Create, median (${r.events.count} events${r.events.orders ? ` at ${r.events.orders} orders` : ""}) | ${s(r.events.medianMs)} | bare one-resource \`pulumi up\` ${s(floor)} | ${x(r.events.medianMs, floor)} |`);
     out.push(`| event → first BMI Create, p95 | ${s(r.events.p95Ms)} | bare one-resource \`pulumi up\` ${s(floor)} | ${x(r.events.p95Ms, floor)} |`);
+    const floorCpu = r.floor.medianCpuSeconds;
+    if (r.events.medianCpuSeconds !== undefined && floorCpu !== undefined) {
+      out.push(`| CPU of one update of a ${workersOf(r)}-worker order (scale-up by one, all processes, median) | ${r.events.medianCpuSeconds.toFixed(2)} CPU-s | bare one-resource \`pulumi up\` ${floorCpu.toFixed(2)} CPU-s | ${x(r.events.medianCpuSeconds, floorCpu)} |`);
+    }
+  }
+  const pp = r.eventsProgramProcess;
+  if (r.events && pp) {
+    out.push(`| event → first BMI Create, median, program inline | ${s(r.events.medianMs)} | a Node program process per update (BMW_PROGRAM_MODE=process, ${pp.count} events at ${pp.orders} orders) ${s(pp.medianMs)} | ${x(r.events.medianMs, pp.medianMs)} |`);
+    out.push(`| event → first BMI Create, p95, program inline | ${s(r.events.p95Ms)} | a program process per update ${s(pp.p95Ms)} | ${x(r.events.p95Ms, pp.p95Ms)} |`);
+    if (r.events.medianCpuSeconds !== undefined && pp.medianCpuSeconds !== undefined) {
+      out.push(`| CPU of one update, program inline | ${r.events.medianCpuSeconds.toFixed(2)} CPU-s | a program process per update ${pp.medianCpuSeconds.toFixed(2)} CPU-s | ${x(r.events.medianCpuSeconds, pp.medianCpuSeconds)} |`);
+    }
   }
   const last = r.steady[r.steady.length - 1];
   if (last && r.naive) {
@@ -135,7 +166,8 @@ export function renderMarkdown(r: BenchResult): string {
     out.push("", `Integrity (the run only creates and scales up): ${i.liveBmis} live BMIs for ${i.requestedWorkers} requested workers, ` +
       `${i.createCalls} BMI Create calls, ${i.deleteCalls} BMI Delete calls (expected 0).`);
   }
-  if (r.events) out.push("", `Event latencies (ms): ${r.events.latenciesMs.join(", ")}`);
-  out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}`, "");
+  if (r.events) out.push("", `Event latencies (ms): ${r.events.latenciesMs.join(", ")}; CPU-s per update: ${(r.events.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
+  if (pp) out.push(`With a program process: latencies (ms) ${pp.latenciesMs.join(", ")}; CPU-s per update: ${(pp.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
+  out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}; CPU-s: ${(r.floor.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`, "");
   return out.join("\n");
 }

@@ -58,7 +58,7 @@ interface Options {
 }
 
 /** The --quick preset. */
-const QUICK = { orders: 40, burst: 20, events: 5, "naive-orders": 10, "floor-runs": 3 } as const;
+const QUICK = { orders: 40, burst: 20, events: 5, "naive-orders": 10, "floor-runs": 3, interval: 30 } as const;
 
 async function options(): Promise<Options> {
   const argv = await yargs(hideBin(process.argv))
@@ -77,7 +77,7 @@ async function options(): Promise<Options> {
     .option("keep", { type: "boolean", default: false, describe: "leave the lab running and the directory in place" })
     .option("timeout", { type: "number", default: 5400, describe: "seconds allowed for any one stage" })
     .option("quick", { type: "boolean", default: false,
-      describe: "day-to-day size: 40 orders, burst 20, 5 events, naive tick over 10 stacks, 3 floor runs (under 20 min on 2 cores); explicit options win" })
+      describe: "day-to-day size: 40 orders, burst 20, 5 events, naive tick over 10 stacks, 3 floor runs, a 30 s interval (under 20 min on 2 cores); explicit options win" })
     .option("resume", { type: "string", describe: "carry on the run whose --dir this was: restart its lab and a reconciler on their data, and go on with the growth (other options are the run's own)" })
     .middleware((a) => {
       if (!a.quick) return;
@@ -117,26 +117,38 @@ async function until<T>(what: string, timeoutS: number, probe: () => Promise<T |
 }
 
 /** The floor: `pulumi up` of bench/floor on fresh stacks (each a create of one dynamic resource). */
-async function measureFloor(o: Options, shimEnv: Record<string, string>): Promise<number[]> {
+/** Wall times of the floor's ups, and the CPU of every process of each (the CLI, its plugins, the program). */
+async function measureFloor(o: Options, shimEnv: Record<string, string>): Promise<{ times: number[]; cpuSeconds: number[] }> {
   const tc = toolchain();
   const stateDir = path.join(o.dir, "floor-state");
   fs.mkdirSync(stateDir, { recursive: true });
   const pulumiCommand = await PulumiCommand.get({ root: tc.pulumiRoot });
   const envVars = pulumiEnv(tc, { PULUMI_BACKEND_URL: `file://${stateDir}`, PULUMI_CONFIG_PASSPHRASE: "bench", PULUMI_NODEJS_TRANSPILE_ONLY: "true", ...shimEnv });
   const times: number[] = [];
+  const cpuSeconds: number[] = [];
   for (let i = 0; i <= o.floorRuns; i++) {
     const stack = await LocalWorkspace.createOrSelectStack({ stackName: `floor-${i}`, workDir: path.join(PROJECT_ROOT, "bench", "floor") },
       { pulumiCommand, envVars });
     await stack.setConfig("value", { value: String(i) });
+    const profile = new CpuProfile(process.pid, 100, false); // this process samples, the up is its child
+    profile.start();
     const t0 = performance.now();
     const r = await stack.up();
     const ms = performance.now() - t0;
+    const cpu = cpuTotal(profile.stop());
     if (r.summary.resourceChanges?.create !== 2) throw new Error(`floor up ${i} did not create its resource: ${JSON.stringify(r.summary.resourceChanges)}`);
     // The first run warms the page cache and ts-node's caches; it is not counted.
-    if (i > 0) times.push(ms);
+    if (i > 0) {
+      times.push(ms);
+      cpuSeconds.push(cpu);
+    }
   }
   for (let i = 0; i <= o.floorRuns; i++) fs.rmSync(path.join(PROJECT_ROOT, "bench", "floor", `Pulumi.floor-${i}.yaml`), { force: true });
-  return times;
+  return { times, cpuSeconds };
+}
+
+function cpuTotal(p: { byKind: Record<string, { cpuSeconds: number }> }): number {
+  return Object.values(p.byKind).reduce((a, k) => a + k.cpuSeconds, 0);
 }
 
 class Reconciler {
@@ -145,7 +157,7 @@ class Reconciler {
   private offset = 0;
   readonly passes: { time: number; orders: number; durationMs: number; ups: number; skipped: number; settled: number; fulfillmentCalls: number }[] = [];
   /** Every reconcile the log records: its end time and action. */
-  private readonly reconciles: { time: number; action: string }[] = [];
+  private readonly reconciles: { time: number; action: string; order?: string }[] = [];
   /** The reconciler's health/metrics address, from its first log line. */
   private healthUrl?: string;
 
@@ -167,7 +179,7 @@ class Reconciler {
     this.offset += end + 1;
     for (const line of fresh.slice(0, end).split("\n")) {
       if (!line.includes('"pass complete"') && !line.includes('"msg":"reconciled"') && !line.includes('"health"')) continue;
-      let j: { time: string | number; msg: string; health?: string; action?: string;
+      let j: { time: string | number; msg: string; health?: string; action?: string; order?: string;
         orders: number; durationMs: number; ups: number; skipped: number; settled?: number; fulfillmentCalls: number };
       try {
         j = JSON.parse(line);
@@ -176,7 +188,7 @@ class Reconciler {
       }
       const time = typeof j.time === "number" ? j.time : Date.parse(j.time);
       this.healthUrl ??= j.health;
-      if (j.msg === "reconciled" && j.action) this.reconciles.push({ time, action: j.action });
+      if (j.msg === "reconciled" && j.action) this.reconciles.push({ time, action: j.action, order: j.order });
       if (j.msg === "pass complete") {
         this.passes.push({ time, orders: j.orders, durationMs: j.durationMs, ups: j.ups, skipped: j.skipped, settled: j.settled ?? 0, fulfillmentCalls: j.fulfillmentCalls });
       }
@@ -198,6 +210,14 @@ class Reconciler {
     const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
     return text.split("\n").filter((l) => l.startsWith("bmw_fulfillment_calls_total"))
       .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  }
+
+  /** The end of the first `up` of `order` ("ns/name") logged after `after`. */
+  async nextUp(order: string, after: number, timeoutS: number): Promise<number> {
+    return until(`an update of ${order}`, timeoutS, async () => {
+      this.poll();
+      return this.reconciles.find((r) => r.order === order && r.action === "up" && r.time > after)?.time;
+    }, 200);
   }
 
   rssKiB(): number {
@@ -351,10 +371,11 @@ async function main(): Promise<void> {
   // A resumed run keeps the load and floor figures it measured; they were measured next to its first stages.
   const programLoad = record ? [] : measureProgramLoad(o.dir, 5);
   if (!record) log(`program load: ${programLoad.map((v) => `${v.transpiler}${v.compileCache ? "+cache" : ""} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
-  const floor = record ? [] : await measureFloor(o, {});
-  if (!record) log(`floor: bare one-resource up median ${median(floor).toFixed(0)} ms`);
+  const floor = record ? { times: [], cpuSeconds: [] } : await measureFloor(o, {});
+  if (!record) log(`floor: bare one-resource up median ${median(floor.times).toFixed(0)} ms, ${median(floor.cpuSeconds).toFixed(2)} CPU-s`);
 
-  const hosts = Math.ceil(((o.orders * o.workers + o.events + 8) / 3) * 4);
+  // Every event adds a worker, twice (inline, then the program-process baseline).
+  const hosts = Math.ceil(((o.orders * o.workers + 2 * o.events + 8) / 3) * 4);
   const lab = await startLab({ dir: path.join(o.dir, "lab"), preset: "fast", hosts });
   const f = lab.fulfillmentClient();
   const world = new World(lab, f, o);
@@ -400,7 +421,7 @@ async function main(): Promise<void> {
     startedAt: started.toISOString(), options: { ...o, dir: undefined },
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version,
       pulumi: tc.versions.pulumi, platform: `${os.platform()} ${os.release()}` },
-    floor: { runs: floor, medianMs: median(floor) },
+    floor: { runs: floor.times, medianMs: median(floor.times), cpuSeconds: floor.cpuSeconds, medianCpuSeconds: median(floor.cpuSeconds) },
     programLoad,
     steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0, pulumiByCommand: {},
   };
@@ -466,28 +487,39 @@ async function main(): Promise<void> {
       log(`restart: first pass over ${firstPass.orders} orders after ${((firstPass.time - t0r) / 1000).toFixed(0)} s, ${firstPass.ups} ups, ${result.restart.pulumiProcesses} pulumi processes`);
     };
 
-    const runEvents = async () => {
-      // Events: scale-ups of distinct orders, patch → first Create of the new BMI.
+    /**
+     * Events: scale-ups of distinct orders, patch → first Create of the new BMI, and the CPU of every process
+     * under the reconciler from the patch to the end of the update that made it.
+     */
+    const measureEvents = async (count: number): Promise<NonNullable<BenchResult["events"]>> => {
       const latencies: number[] = [];
+      const cpu: number[] = [];
       const allUids = new Map([...uids, ...(await world.orders()).map((x) => [`${x.metadata.namespace}/${x.metadata.name}`, x.metadata.uid] as [string, string])]);
-      for (let e = 0; e < o.events; e++) {
-        const i = Math.floor((e * have) / o.events);
+      for (let e = 0; e < count; e++) {
+        const i = Math.floor((e * have) / count);
         const r = world.ref(i);
         const uid = allUids.get(`${r.namespace}/${r.name}`)!;
-        const before = new Set(((await world.bmisByOrder()).get(uid) ?? []).map((b) => b.name));
+        const mine = async () => f.bareMetalInstances.listAll(Filter.labelsMatch({ [ORDER_LABEL]: uid }));
+        const before = new Set((await mine()).map((b) => b.metadata?.name ?? ""));
+        const profile = new CpuProfile(rec.child.pid!);
+        profile.start();
         const at = Date.now();
-        await world.scale(i, o.workers + 1);
+        await world.scale(i, before.size + 1);
         const fresh = await until(`a new BMI for ${r.namespace}/${r.name}`, o.timeout, async () => {
-          const mine = (await f.bareMetalInstances.listAll(Filter.labelsMatch({ [ORDER_LABEL]: uid })))
-            .filter((b) => !before.has(b.metadata?.name ?? ""));
-          const ts = mine[0]?.metadata?.creation_timestamp;
+          const ts = (await mine()).filter((b) => !before.has(b.metadata?.name ?? ""))[0]?.metadata?.creation_timestamp;
           return ts ? Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : undefined;
         }, 100);
+        await rec.nextUp(`${r.namespace}/${r.name}`, at, o.timeout);
+        cpu.push(cpuTotal(profile.stop()));
         latencies.push(fresh - at);
-        log(`event ${e + 1}/${o.events}: ${r.namespace}/${r.name} first Create after ${fresh - at} ms`);
+        log(`event ${e + 1}/${count}: ${r.namespace}/${r.name} first Create after ${fresh - at} ms; ${cpu[cpu.length - 1].toFixed(2)} CPU-s to the end of its update`);
         await sleep(2_000);
       }
-      result.events = { orders: have, count: latencies.length, latenciesMs: latencies, medianMs: median(latencies), p95Ms: percentile(latencies, 95) };
+      return { orders: have, count: latencies.length, latenciesMs: latencies, medianMs: median(latencies), p95Ms: percentile(latencies, 95),
+        cpuSeconds: cpu, medianCpuSeconds: median(cpu) };
+    };
+    const runEvents = async () => {
+      result.events = await measureEvents(o.events);
       result.integrity = await world.integrity();
       save();
     };
@@ -524,6 +556,18 @@ async function main(): Promise<void> {
       result.steadyObservingAll = await steadyInterval(rec, world, shim, have, o.interval * 3 + o.timeout, false);
       save();
       log(`steady at ${have} orders, every order observed: pass ${result.steadyObservingAll.passMs} ms, ${result.steadyObservingAll.fulfillmentCalls} fulfillment calls`);
+    }
+    // Baseline of the inline program: the same events with a Node program process per update
+    // (BMW_PROGRAM_MODE=process), as every update ran before.
+    if (!result.eventsProgramProcess && result.events) {
+      await rec.stop();
+      rec = new Reconciler({ ...env, BMW_PROGRAM_MODE: "process" }, o, path.join(o.dir, "reconciler-program-process.log"));
+      stopAtEnd.push(rec);
+      await rec.nextPass(0, o.timeout);
+      result.eventsProgramProcess = await measureEvents(o.events);
+      result.integrity = await world.integrity();
+      save();
+      log(`events with a program process: median ${result.eventsProgramProcess.medianMs} ms, ${result.eventsProgramProcess.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
     }
   } finally {
     for (const r of new Set([rec, ...stopAtEnd])) await r.stop();

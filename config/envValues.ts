@@ -46,6 +46,14 @@ function parseInteger(name: string, value: string, min: 0 | 1): number {
   return n;
 }
 
+/** One of `allowed` (exactly as written), else `fallback` when unset. */
+export function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const v = raw(env, name);
+  if (v === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(v)) throw new SettingsError(`${name}=${JSON.stringify(v)} is not one of ${allowed.join(", ")}`);
+  return v as T;
+}
+
 /** true for 1/true/yes, false for 0/false/no or unset (any case); anything else is an error. */
 export function flag(env: Env, name: string): boolean {
   const v = raw(env, name);

@@ -8,7 +8,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { plannerConfigFromEnv } from "../planner/config";
 import type { PlannerConfig } from "../planner/types";
-import { type Env, flag, integer, optionalInteger, optionalString, requiredString, SettingsError } from "./envValues";
+import { type Env, flag, integer, oneOf, optionalInteger, optionalString, requiredString, SettingsError } from "./envValues";
 
 export { type Env, SettingsError } from "./envValues";
 
@@ -73,6 +73,11 @@ export interface ReconcilerSettings extends Settings {
   resyncIntervalMs: number;
   /** How often a running update reports progress on the order (BMW_PROGRESS_REPORT_MS; 0: never). */
   progressReportMs: number;
+  /**
+   * Where the program of the loop's updates runs (BMW_PROGRAM_MODE): `inline`, inside the reconciler, served
+   * to each update's CLI; or `process`, a Node program process per update, as an admin's `pulumi up` runs it.
+   */
+  programMode: ProgramMode;
   /** History entries kept per stack (BMW_HISTORY_RETENTION). */
   historyRetention: number;
 }
@@ -82,6 +87,8 @@ export const DEFAULT_REFRESH_INTERVAL_MS = 3_600_000;
 export const DEFAULT_PROGRESS_REPORT_MS = 10_000;
 export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
 export const DEFAULT_HISTORY_RETENTION = 100;
+export const PROGRAM_MODES = ["inline", "process"] as const;
+export type ProgramMode = (typeof PROGRAM_MODES)[number];
 
 function existing(name: string, file: string): string {
   if (!fs.existsSync(file)) throw new SettingsError(`${name} ${file} does not exist`);
@@ -156,6 +163,7 @@ export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOver
     refreshIntervalMs: integer(env, "BMW_REFRESH_INTERVAL_MS", DEFAULT_REFRESH_INTERVAL_MS, 0),
     progressReportMs: integer(env, "BMW_PROGRESS_REPORT_MS", DEFAULT_PROGRESS_REPORT_MS, 0),
     resyncIntervalMs: integer(env, "BMW_RESYNC_INTERVAL_MS", DEFAULT_RESYNC_INTERVAL_MS, 0),
+    programMode: oneOf(env, "BMW_PROGRAM_MODE", PROGRAM_MODES, "inline"),
     historyRetention: historyRetention(env),
   };
 }

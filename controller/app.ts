@@ -17,6 +17,7 @@ import {
 } from "./reconcile";
 import { connectionOptions } from "../providers/fulfillmentConnection";
 import { parsePin } from "../planner/pin";
+import { orderProgram } from "../program/orderProgram";
 import { programEnv, type ProgramSettings, type ReconcilerSettings, reconcilerSettings } from "../config/settings";
 import { Slots } from "./slots";
 import { type HistoryEntry, missingUpdateMessage } from "../stack/history";
@@ -189,6 +190,8 @@ export class App {
       passphraseFile: passphraseFileFor(s),
       envVars: programEnv(this.settings, env),
       historyRetention: s.historyRetention,
+      // The program of the loop's updates runs here, with the settings a program process would get.
+      ...(s.programMode === "inline" ? { inlineProgram: (handoff) => orderProgram({ env: programEnv(this.settings, env), handoff }) } : {}),
     });
     this.settled = new SettledOrders({
       listBmiDigests: () => listOrderBmiDigests(this.fulfillment),

@@ -108,6 +108,24 @@ export function writeHandoff(privateDir: string, ref: OrderRef, obs: Observation
   return { [HANDOFF_FILE_ENV]: file };
 }
 
+/**
+ * Where the program finds the reconciler's observation: the file of a program process (its path in
+ * BMW_OBSERVATION_FILE), or, for a program run inside the reconciler, the encoded document itself.
+ */
+export type HandoffSource = { file: string } | { encoded: string };
+
+/** The handed-off observation from its source, validated (HandoffError says what is wrong, never its content). */
+export function readHandoffSource(source: HandoffSource, ref: OrderRef, config: PlannerConfig): HandedOff {
+  if ("file" in source) return readHandoff(source.file, ref, config);
+  let value: unknown;
+  try {
+    value = JSON.parse(source.encoded);
+  } catch {
+    throw new HandoffError("the handed-off observation is not JSON");
+  }
+  return decodeHandoff(value, ref, config);
+}
+
 /** Reads and validates a handoff file; HandoffError says what is wrong with it (never its content). */
 export function readHandoff(file: string, ref: OrderRef, config: PlannerConfig): HandedOff {
   let text: string;

@@ -7,7 +7,7 @@ import type { HubReader } from "../clients/kube";
 import { plan as makePlan } from "../planner";
 import { withPin, type NodeSetCounts } from "../planner/pin";
 import type { IgnitionFetch, Plan, PlannerConfig, Snapshot } from "../planner/types";
-import { HandoffError, readHandoff, WITHHELD_IGNITION, type HandedOff } from "./handoff";
+import { HandoffError, readHandoffSource, WITHHELD_IGNITION, type HandedOff, type HandoffSource } from "./handoff";
 import { incarnationNames } from "./incarnationNames";
 import { ownedInfraEnv, type Observation, type OrderRef } from "./observe";
 
@@ -39,11 +39,11 @@ export function mayCreateBmi(plan: Plan): boolean {
   return plan.workers.some((w) => !w.bmi.adoptId);
 }
 
-/** The handoff named by `file`, if it is valid and the order is still at its resourceVersion; undefined otherwise (logged why). */
-async function currentHandoff(deps: ProgramPlanDeps, ref: OrderRef, file: string): Promise<HandedOff | undefined> {
+/** The handoff, if it is valid and the order is still at its resourceVersion; undefined otherwise (logged why). */
+async function currentHandoff(deps: ProgramPlanDeps, ref: OrderRef, source: HandoffSource): Promise<HandedOff | undefined> {
   let handed: HandedOff;
   try {
-    handed = readHandoff(file, ref, deps.config);
+    handed = readHandoffSource(source, ref, deps.config);
   } catch (err) {
     if (!(err instanceof HandoffError)) throw err;
     deps.log(`the reconciler's observation is not usable (${err.message}); observing the order again`);
@@ -74,9 +74,9 @@ async function withIgnition(deps: ProgramPlanDeps, snapshot: Snapshot): Promise<
   return { ...snapshot, ignition: await deps.loadIgnition(owned.ignitionUrl) };
 }
 
-export async function programPlan(deps: ProgramPlanDeps, ref: OrderRef, handoffFile: string | undefined,
+export async function programPlan(deps: ProgramPlanDeps, ref: OrderRef, handoff: HandoffSource | undefined,
   pin: NodeSetCounts | undefined): Promise<ProgramPlan> {
-  const handed = handoffFile ? await currentHandoff(deps, ref, handoffFile) : undefined;
+  const handed = handoff ? await currentHandoff(deps, ref, handoff) : undefined;
   if (!handed) return observed(deps, pin);
   let snapshot = handed.snapshot;
   let plan = planPass(snapshot, handed.nameSeed, pin);

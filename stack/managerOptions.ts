@@ -2,6 +2,8 @@
 // the history retention.
 import * as path from "node:path";
 import { historyRetention } from "../config/settings";
+import type { HandoffSource } from "../io/handoff";
+import type { PulumiProgram } from "./inlineProgram";
 import type { Toolchain } from "./toolchain";
 
 export interface StackManagerOptions {
@@ -24,6 +26,11 @@ export interface StackManagerOptions {
   /** History entries kept per stack on a file backend. Default: envVars.BMW_HISTORY_RETENTION (config/settings.ts), else 100. */
   historyRetention?: number;
   toolchain?: Toolchain;
+  /**
+   * The program of `up`, run inside this process and served to the CLI (stack/inlineProgram.ts), given the
+   * reconciler's observation. Unset: the CLI runs the on-disk program in a Node process of its own.
+   */
+  inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
 }
 
 /** The backend the options name: backendUrl if given, else the file backend in stateDir. */

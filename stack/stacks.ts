@@ -16,7 +16,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation";
 import type { OrderRef } from "../io/observe";
-import { writeHandoff } from "../io/handoff";
+import type { HandoffSource } from "../io/handoff";
 import { stackName } from "../planner/names";
 import { NotLeaderError } from "../lib/notLeader";
 import { repairBlobAttrs } from "./blobAttrs";
@@ -26,6 +26,7 @@ import { KeyedMutex } from "./keyedMutex";
 import { type LeaseOwner, LeaderProcesses } from "./leaderProcesses";
 import { backendUrlOf, historyRetentionOf, type StackManagerOptions } from "./managerOptions";
 import { clearStaleLocks, resolvePendingOperations, StaleLockPolicy, stateDirOf } from "./locks";
+import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
 import { programDigest } from "./programDigest";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
 import { encryptedStore, runPulumi, stackProcessEnv } from "./pulumiProcess";
@@ -60,6 +61,7 @@ export class StackManager {
   private readonly stateSize?: StateSize;
   private owner?: LeaseOwner;
   private readonly processes: LeaderProcesses;
+  private readonly inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
 
   constructor(opts: StackManagerOptions = {}) {
     this.tc = opts.toolchain ?? toolchain();
@@ -72,6 +74,7 @@ export class StackManager {
     this.env = stackProcessEnv(this.tc, { backendUrl: this.backendUrl, passphraseFile: opts.passphraseFile, typecheck: opts.typecheck,
       programEnv: opts.envVars ?? {} });
     this.parallelism = opts.parallelism;
+    this.inlineProgram = opts.inlineProgram;
     this.projectName = prepareWorkDir(this.programDir, this.workDir);
     this.processes = new LeaderProcesses(stateDir, this.projectName);
     this.settingsFiles = new SettingsFileCache(this.workDir, this.projectName);
@@ -230,20 +233,22 @@ export class StackManager {
     const t0 = Date.now();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bmw-${command}-`));
     const eventLog = path.join(dir, "events.jsonl");
-    const args = [command, "--yes", "--skip-preview", "--color", "never", "--exec-kind", "auto.local", "--event-log", eventLog];
+    const args = [command, "--yes", "--skip-preview", "--color", "never", "--event-log", eventLog];
     if (opts.message) args.push("--message", oneLine(opts.message));
     if (command === "up" && opts.refresh) args.push("--refresh");
     if (this.parallelism) args.push("--parallel", String(this.parallelism));
     args.push("--stack", stackName, "--non-interactive");
+    let program: RunProgram | undefined;
     try {
-      // The handoff lives in the run's private directory (0700), removed with it below.
-      const handoff = command === "up" && opts.observation && ref ? writeHandoff(dir, ref, opts.observation) : {};
-      await this.runCli(stackName, args, opts, handoff);
+      program = await programOfRun({ command, inline: this.inlineProgram, observation: opts.observation, ref, privateDir: dir });
+      const run = program;
+      await run.run((signal) => this.runCli(stackName, [...args, ...run.args], { ...opts, signal }, run.env), opts.signal);
       const { changes, outputs } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
       return { summary: "succeeded" as const, changes: changeCounts(changes), durationMs: Date.now() - t0, outputs };
     } catch (err) {
       throw this.lostLeadership(err, command, stackName);
     } finally {
+      program?.close();
       fs.rmSync(dir, { recursive: true, force: true });
       await this.pruneState(stackName);
     }

@@ -21,6 +21,7 @@ import { eventually } from "../support/eventually";
 import { startTestLab, type TestLab } from "../support/labEnv";
 import { cli } from "../support/reconciler";
 import { condition, Hub, type KubeObject, orderBmis, Pool, startIgnitionServer, type IgnitionServer } from "./support";
+import { PROGRAM_PROCESS_IN_JEST } from "../support/env";
 
 jest.setTimeout(360_000);
 
@@ -127,7 +128,7 @@ beforeAll(async () => {
   const t0 = Date.now();
   t = await startTestLab("badinput");
   // A slow shared machine must not turn the Agent cases into registration timeouts (which replace BMIs).
-  app = new App({ env: { ...t.env, BMW_AGENT_REGISTRATION_TIMEOUT_MS: "600000" }, stateDir: t.stateDir });
+  app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST, BMW_AGENT_REGISTRATION_TIMEOUT_MS: "600000" }, stateDir: t.stateDir });
   hub = new Hub(t.lab.kubeConfig());
   f = t.lab.fulfillmentClient();
   ign = await startIgnitionServer(t.lab.dir, MARKER);

@@ -17,6 +17,7 @@ import { eventuallyPasses } from "../support/eventually";
 import { startTestLab, type TestLab } from "../support/labEnv";
 import { labControlClient } from "../../lab/labControl";
 import { clearFaults, setFault, workerBmi } from "../fulfillment/helpers";
+import { PROGRAM_PROCESS_IN_JEST } from "../support/env";
 
 jest.setTimeout(300_000);
 
@@ -33,7 +34,7 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
   beforeAll(async () => {
     t = await startTestLab("reconcile");
     // Backoff long enough that a failed worker is not retried while a test looks at it.
-    app = new App({ env: { ...t.env, BMW_TRANSIENT_BACKOFF_MS: "120000", BMW_TRANSIENT_BACKOFF_CAP_MS: "120000",
+    app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST, BMW_TRANSIENT_BACKOFF_MS: "120000", BMW_TRANSIENT_BACKOFF_CAP_MS: "120000",
       BMW_RESOURCE_BACKOFF_MS: "120000", BMW_RESOURCE_BACKOFF_CAP_MS: "120000" }, stateDir: t.stateDir });
     custom = t.lab.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
     ns = await t.lab.createNamespace(`rec-${Date.now().toString(36)}`);

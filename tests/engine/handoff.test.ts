@@ -14,6 +14,7 @@ import { fingerprint } from "../../planner";
 import { ORDER_LABEL } from "../../planner/names";
 import { eventuallyPasses } from "../support/eventually";
 import { startTestLab, type TestLab } from "../support/labEnv";
+import { PROGRAM_PROCESS_IN_JEST } from "../support/env";
 
 jest.setTimeout(600_000);
 
@@ -29,7 +30,7 @@ describe("the program handed the reconciler's observation", () => {
     ref.namespace = await t.lab.createNamespace(`handoff-${Date.now().toString(36)}`);
     await t.lab.createSampleOrder({ namespace: ref.namespace, name: ref.name,
       nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }] });
-    app = new App({ env: t.env, stateDir: t.stateDir });
+    app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST }, stateDir: t.stateDir }); // the handoff file is the process mode's
   });
 
   afterAll(async () => {

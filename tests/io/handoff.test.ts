@@ -135,7 +135,7 @@ describe("the observation handoff", () => {
   it("gives the program the reconciler's plan with no observation of its own; a converged order needs no ignition", async () => {
     const obs = observation(20);
     const c = programDeps(obs.snapshot.order, obs);
-    const r = await programPlan(c.deps, REF, handoffFile(obs), undefined);
+    const r = await programPlan(c.deps, REF, { file: handoffFile(obs) }, undefined);
     expect(r.source).toBe("handoff");
     expect({ observed: c.observed, orderReads: c.orderReads, infraEnvLists: c.infraEnvLists, ignitionFetches: c.ignitionFetches })
       .toEqual({ observed: 0, orderReads: 1, infraEnvLists: 0, ignitionFetches: 0 });
@@ -147,7 +147,7 @@ describe("the observation handoff", () => {
     const direct = reconcilerPlan(obs);
     expect(direct.fence).toHaveLength(2);
     const c = programDeps(obs.snapshot.order, obs);
-    const r = await programPlan(c.deps, REF, handoffFile(obs), undefined);
+    const r = await programPlan(c.deps, REF, { file: handoffFile(obs) }, undefined);
     expect(r.source).toBe("handoff");
     expect({ observed: c.observed, orderReads: c.orderReads, infraEnvLists: c.infraEnvLists, ignitionFetches: c.ignitionFetches })
       .toEqual({ observed: 0, orderReads: 1, infraEnvLists: 1, ignitionFetches: 1 });
@@ -163,7 +163,7 @@ describe("the observation handoff", () => {
     const pinned: Observation = { ...obs, snapshot: { ...obs.snapshot, fulfillmentErrors: 0, lastUpdate: { ok: false, reason: "UpdateFailed", message: "m" },
       order: { ...obs.snapshot.order, spec: { ...obs.snapshot.order.spec, nodeRequests: [bmRequest("compute", 19)] } } } };
     const c = programDeps(pinned.snapshot.order, pinned);
-    const r = await programPlan(c.deps, REF, handoffFile(pinned), { compute: 19 });
+    const r = await programPlan(c.deps, REF, { file: handoffFile(pinned) }, { compute: 19 });
     expect(r.plan).toEqual(reconcilerPlan(pinned));
     expect(r.plan.fence).toHaveLength(1);
   });
@@ -171,7 +171,7 @@ describe("the observation handoff", () => {
   it("is stale once the order moved past the handed-off resourceVersion: the program observes for itself", async () => {
     const obs = observation(18, 20);
     const c = programDeps(obs.snapshot.order, obs, { resourceVersion: "101" });
-    const r = await programPlan(c.deps, REF, handoffFile(obs), undefined);
+    const r = await programPlan(c.deps, REF, { file: handoffFile(obs) }, undefined);
     expect(r.source).toBe("observed");
     expect(c.observed).toBe(1);
     expect(c.logs.join("\n")).toMatch(/changed since the reconciler observed it \(resourceVersion 100 → 101\)/);
@@ -180,7 +180,7 @@ describe("the observation handoff", () => {
   it("is not used when the InfraEnv was recreated since (the program observes, for the stale-ignition rules)", async () => {
     const obs = observation(18, 20);
     const c = programDeps(obs.snapshot.order, obs, { infraEnvUid: "ie-2" });
-    const r = await programPlan(c.deps, REF, handoffFile(obs), undefined);
+    const r = await programPlan(c.deps, REF, { file: handoffFile(obs) }, undefined);
     expect(r.source).toBe("observed");
     expect(c.ignitionFetches).toBe(0);
   });
@@ -221,7 +221,7 @@ describe("the observation handoff", () => {
     fs.writeFileSync(file, typeof edited === "string" ? edited : JSON.stringify(edited), { mode: 0o600 });
     expect(() => readHandoff(file, REF, config)).toThrow(message);
     const c = programDeps(obs.snapshot.order, obs);
-    const r = await programPlan(c.deps, REF, file, undefined);
+    const r = await programPlan(c.deps, REF, { file }, undefined);
     expect(r.source).toBe("observed");
     expect(c.observed).toBe(1);
     expect(c.logs.join("\n")).toMatch(message);
@@ -230,7 +230,7 @@ describe("the observation handoff", () => {
   it("missing is reported as unreadable, and the program observes instead", async () => {
     const obs = observation(2);
     const c = programDeps(obs.snapshot.order, obs);
-    const r = await programPlan(c.deps, REF, path.join(tempDir(), "gone.json"), undefined);
+    const r = await programPlan(c.deps, REF, { file: path.join(tempDir(), "gone.json") }, undefined);
     expect(r.source).toBe("observed");
     expect(c.logs.join("\n")).toMatch(/cannot be read \(ENOENT\)/);
   });

@@ -20,7 +20,7 @@ import { startLab, type Lab, world } from "../../lab";
 import { labControlClient } from "../../lab/labControl";
 import { ORDER_LABEL, WORKER_NAME_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
-import { runDir } from "../support/env";
+import { runDir, PROGRAM_PROCESS_IN_JEST } from "../support/env";
 import { productEnv } from "../support/labEnv";
 import { assertNoBmiReplace, BMI_TYPE, previewWithEvents } from "../support/previewCheck";
 
@@ -148,7 +148,7 @@ describe("host safety under random edits and list faults (property)", () => {
     // Enough hosts that every run's order (none is deleted) and its scale-ups find a free one.
     lab = await startLab({ dir, kubeconfig: process.env.KUBECONFIG, preset: "fast", hosts: 16 + RUNS * 8, detached: false });
     const stateDir = path.join(dir, "state");
-    app = new App({ env: productEnv(lab, stateDir, { BMW_REFRESH_INTERVAL_MS: "0", BMW_FULFILLMENT_DEADLINE_MS: "3000" }), stateDir });
+    app = new App({ env: productEnv(lab, stateDir, { ...PROGRAM_PROCESS_IN_JEST, BMW_REFRESH_INTERVAL_MS: "0", BMW_FULFILLMENT_DEADLINE_MS: "3000" }), stateDir });
     f = lab.fulfillmentClient();
     api = lab.kubeConfig().makeApiClient(k8s.CustomObjectsApi);
   });

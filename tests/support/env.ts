@@ -17,3 +17,11 @@ export function runDir(): string {
 export function newRunDir(): string {
   return path.join(os.tmpdir(), `bmw-test-${process.pid}-${Date.now()}`);
 }
+
+/**
+ * The program mode of an App that runs inside jest and may see its program fail: the on-disk program in a
+ * process of its own. A failing inline program reaches the SDK as an unhandled rejection, which the SDK
+ * handles in a real process (stack/inlineProgram.ts) but jest turns into a failure of the running test.
+ * Reconcilers run as processes (tests/support/reconciler.ts) keep the product's default, inline.
+ */
+export const PROGRAM_PROCESS_IN_JEST = { BMW_PROGRAM_MODE: "process" } as const;

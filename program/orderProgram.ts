@@ -1,0 +1,100 @@
+// The Pulumi program of one ClusterOrder's stack. It plans (planner/, pure) from the reconciler's
+// observation when the reconciler hands one over and the order has not changed since, else from its own
+// (io/programPlan.ts), fences new BMI creates in the order's status, and declares the resources the plan
+// asks for. The same function runs as the on-disk project's program (index.ts: an admin's `pulumi preview`,
+// a program process) and inside the reconciler, served to the CLI of its `up` (stack/inlineProgram.ts).
+import * as pulumi from "@pulumi/pulumi";
+import { FulfillmentClient } from "../clients/fulfillment";
+import { ConflictError, Kube, loadKubeConfig } from "../clients/kube";
+import { ClusterWorkers } from "../components/clusterWorkers";
+import { connectionOptions } from "../providers/fulfillmentConnection";
+import { failpoint, failpointDelay } from "../lib/failpoints";
+import { observe, parseOrderRef } from "../io/observe";
+import type { HandoffSource } from "../io/handoff";
+import { programPlan } from "../io/programPlan";
+import { fetchIgnition } from "../clients/ignition";
+import { settings as programSideSettings } from "../config/settings";
+import { writeFence } from "../io/status";
+import { fingerprint } from "../planner";
+import { REASON_HOST_SAFETY_REFUSED } from "../planner/hostSafety";
+import { parsePin } from "../planner/pin";
+
+export interface OrderProgramInput {
+  /** The program's settings as environment variables (config/settings.ts): BMW_* and KUBECONFIG. */
+  env: NodeJS.ProcessEnv;
+  /** The reconciler's observation, if it handed one over. */
+  handoff?: HandoffSource;
+}
+
+/** The program of one stack run with `input`. */
+export function orderProgram(input: OrderProgramInput): () => Promise<Record<string, unknown>> {
+  return () => runOrderProgram(input);
+}
+
+async function runOrderProgram({ env, handoff }: OrderProgramInput): Promise<Record<string, unknown>> {
+  const config = new pulumi.Config();
+  const ref = parseOrderRef(config.require("clusterOrder"));
+  // Parsed once, by the same parser the reconciler and the provider host use (config/settings.ts).
+  const all = programSideSettings(env);
+  const { program: settings, planner: plannerConfig } = all;
+  const kube = new Kube(loadKubeConfig(settings.kubeconfigPath));
+  const fulfillment = new FulfillmentClient(connectionOptions(settings.fulfillment, all.provider));
+  try {
+    // A rollback pin (stack config `pin`, set by `baremetal-workers rollback`) overrides requested counts.
+    const rawPin = config.get("pin");
+    const pin = rawPin && rawPin !== "null" ? parsePin(rawPin) : undefined;
+    const { snapshot, fulfillmentError, plan } = await programPlan({
+      kube,
+      config: plannerConfig,
+      // A preview only looks: the system catalog item is created by a real update (or the reconciler), never by `pulumi preview`.
+      observe: () => observe({ kube, fulfillment, config: plannerConfig, ignitionCaFile: settings.ignitionCaFile,
+        createCatalogItem: !pulumi.runtime.isDryRun() }, ref),
+      loadIgnition: (url) => fetchIgnition(url, { caFile: settings.ignitionCaFile, maxBytes: plannerConfig.ignitionMaxBytes }),
+      log: (message) => pulumi.log.info(message),
+    }, ref, handoff, pin);
+    if (snapshot.bmis === undefined) {
+      // Declaring from an unknown BMI list could delete or duplicate workers: change nothing instead.
+      throw new Error(`the fulfillment-service could not be read (${fulfillmentError}); ` +
+        "nothing is created or deleted until its BareMetalInstances can be listed");
+    }
+    if (plan.paused?.reason === REASON_HOST_SAFETY_REFUSED) {
+      // The loop runs no update on this plan; a preview or a manual `up` must not either.
+      throw new Error(plan.paused.message);
+    }
+    const unidentified = plan.workers.filter((w) => w.retainBinding && !w.binding).map((w) => w.slot);
+    if (unidentified.length > 0) {
+      // Dropping a binding deletes its Agent: when an Agent cannot be identified this time, change nothing.
+      throw new Error(`the Agents of workers ${unidentified.join(", ")} cannot be identified right now ` +
+        "(unreadable MACs or inventory); nothing is changed until they can");
+    }
+    let workers = plan.workers;
+    if (plan.fence.length > 0 && !pulumi.runtime.isDryRun()) {
+      try {
+        await failpointDelay("program.beforeFence"); // tests: hold the window between observation and fence open
+        // Persist "Attempted" before any Create can reach the service (conditional on resourceVersion).
+        await writeFence(kube, snapshot.order, plan);
+        failpoint("program.afterFence"); // fault suite: killed after the fence, before any Create
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+        pulumi.log.warn(`ClusterOrder ${ref.namespace}/${ref.name} changed while planning; ` +
+          "new workers wait for the next run");
+        workers = workers.filter((w) => !w.requiresFence);
+      }
+    }
+    new ClusterWorkers(ref.name, {
+      plan: { ...plan, workers },
+      namespace: ref.namespace,
+      orderName: ref.name,
+      orderUid: snapshot.order.metadata.uid,
+      fulfillment: settings.fulfillment,
+      kubeconfigPath: settings.kubeconfigPath,
+    });
+    return {
+      clusterOrder: `${ref.namespace}/${ref.name}`,
+      // What this update declared; the loop skips the next `up` while its own plan hashes the same.
+      fingerprint: fingerprint({ ...plan, workers }),
+    };
+  } finally {
+    fulfillment.close();
+  }
+}
