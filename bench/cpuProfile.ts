@@ -13,12 +13,14 @@ interface Seen {
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-function stat(pid: number): { ppid: number; start: string; cpu: number } | undefined {
+const PAGE_KIB = 4;
+
+function stat(pid: number): { ppid: number; start: string; cpu: number; rssKiB: number } | undefined {
   try {
     const s = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
     const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-    // fields after the command: state ppid ... utime(12) stime(13) ... starttime(20), 0-based from state
-    return { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]), start: f[19] };
+    // fields after the command, 0-based from state: ppid 1, utime 11, stime 12, starttime 19, rss 21 (pages)
+    return { ppid: Number(f[1]), cpu: Number(f[11]) + Number(f[12]), start: f[19], rssKiB: Number(f[21]) * PAGE_KIB };
   } catch {
     return undefined;
   }
@@ -41,6 +43,8 @@ export class CpuProfile {
   private timer?: NodeJS.Timeout;
   private startedAt = 0;
   private wallMs = 0;
+  /** The largest sum of RSS over the processes counted, at one sample. */
+  private peakRssKiB = 0;
 
   /** `includeRoot` false: only the root's descendants (the root is the sampling process itself). */
   constructor(private readonly root: number, private readonly everyMs = 100, private readonly includeRoot = true) {}
@@ -56,7 +60,7 @@ export class CpuProfile {
 
   private sample(isBase: boolean): void {
     const parents = new Map<number, number>();
-    const info = new Map<number, { start: string; cpu: number }>();
+    const info = new Map<number, { start: string; cpu: number; rssKiB: number }>();
     for (const d of fs.readdirSync("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       const s = stat(Number(d));
@@ -68,8 +72,10 @@ export class CpuProfile {
       for (let p: number | undefined = pid, hops = 0; p && hops < 64; p = parents.get(p), hops++) if (p === this.root) return true;
       return false;
     };
+    let rssKiB = 0;
     for (const [pid, s] of info) {
       if (!under(pid) || (!this.includeRoot && pid === this.root)) continue;
+      rssKiB += s.rssKiB;
       const key = `${pid}:${s.start}`;
       if (isBase) {
         this.base.set(key, s.cpu);
@@ -84,9 +90,10 @@ export class CpuProfile {
       const prev = this.seen.get(key);
       this.seen.set(key, { kind: prev?.kind ?? classify(cmd), cpuTicks: s.cpu - (this.base.get(key) ?? 0) });
     }
+    if (!isBase) this.peakRssKiB = Math.max(this.peakRssKiB, rssKiB);
   }
 
-  stop(): { wallMs: number; byKind: Record<string, { processes: number; cpuSeconds: number }> } {
+  stop(): { wallMs: number; peakRssMiB: number; byKind: Record<string, { processes: number; cpuSeconds: number }> } {
     if (this.timer) clearInterval(this.timer);
     this.wallMs = Date.now() - this.startedAt;
     const byKind: Record<string, { processes: number; cpuSeconds: number }> = {};
@@ -95,6 +102,6 @@ export class CpuProfile {
       k.processes++;
       k.cpuSeconds += s.cpuTicks / TICKS_PER_SECOND;
     }
-    return { wallMs: this.wallMs, byKind };
+    return { wallMs: this.wallMs, peakRssMiB: this.peakRssKiB / 1024, byKind };
   }
 }

@@ -37,6 +37,8 @@ export interface EventsResult {
   /** CPU of every process under the reconciler from each patch to the end of the update that followed. */
   cpuSeconds?: number[];
   medianCpuSeconds?: number;
+  /** The largest RSS of the reconciler and every process under it at once, during any of the events. */
+  peakRssMiB?: number;
 }
 
 export interface BenchResult {
@@ -54,7 +56,9 @@ export interface BenchResult {
   /** The last size again, with settled orders off (BMW_RESYNC_INTERVAL_MS=0): the baseline of the settled skip. */
   steadyObservingAll?: SteadyInterval;
   events?: EventsResult;
-  /** The same events with a Node program process per update (BMW_PROGRAM_MODE=process): the inline program's baseline. */
+  /** Events again at the last size (program inline), next to eventsProgramProcess. */
+  eventsLast?: EventsResult;
+  /** The same events at the last size with a Node program process per update (BMW_PROGRAM_MODE=process): the inline program's baseline. */
   eventsProgramProcess?: EventsResult;
   /** BMI calls the simulator counted, and live BMIs against requested workers (the run never scales down). */
   integrity?: Integrity;
@@ -64,7 +68,7 @@ export interface BenchResult {
   /** Every pulumi CLI process of the run (reconciler and naive loop), by sub-command: where the time goes. */
   pulumiByCommand: Record<string, { count: number; totalMs: number }>;
   /** CPU by kind of process under the reconciler during the burst (the busiest path). */
-  burstCpu?: { wallMs: number; byKind: Record<string, { processes: number; cpuSeconds: number }> };
+  burstCpu?: { wallMs: number; peakRssMiB?: number; byKind: Record<string, { processes: number; cpuSeconds: number }> };
 }
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -97,11 +101,16 @@ export function renderMarkdown(r: BenchResult): string {
     }
   }
   const pp = r.eventsProgramProcess;
-  if (r.events && pp) {
-    out.push(`| event → first BMI Create, median, program inline | ${s(r.events.medianMs)} | a Node program process per update (BMW_PROGRAM_MODE=process, ${pp.count} events at ${pp.orders} orders) ${s(pp.medianMs)} | ${x(r.events.medianMs, pp.medianMs)} |`);
-    out.push(`| event → first BMI Create, p95, program inline | ${s(r.events.p95Ms)} | a program process per update ${s(pp.p95Ms)} | ${x(r.events.p95Ms, pp.p95Ms)} |`);
-    if (r.events.medianCpuSeconds !== undefined && pp.medianCpuSeconds !== undefined) {
-      out.push(`| CPU of one update, program inline | ${r.events.medianCpuSeconds.toFixed(2)} CPU-s | a program process per update ${pp.medianCpuSeconds.toFixed(2)} CPU-s | ${x(r.events.medianCpuSeconds, pp.medianCpuSeconds)} |`);
+  const il = r.eventsLast;
+  if (il && pp) {
+    const at = `${pp.count} events at ${pp.orders} orders`;
+    out.push(`| event → first BMI Create, median, program inline (${at}) | ${s(il.medianMs)} | a Node program process per update (BMW_PROGRAM_MODE=process, ${at}) ${s(pp.medianMs)} | ${x(il.medianMs, pp.medianMs)} |`);
+    out.push(`| event → first BMI Create, p95, program inline | ${s(il.p95Ms)} | a program process per update ${s(pp.p95Ms)} | ${x(il.p95Ms, pp.p95Ms)} |`);
+    if (il.medianCpuSeconds !== undefined && pp.medianCpuSeconds !== undefined) {
+      out.push(`| CPU of one update (median), program inline | ${il.medianCpuSeconds.toFixed(2)} CPU-s | a program process per update ${pp.medianCpuSeconds.toFixed(2)} CPU-s | ${x(il.medianCpuSeconds, pp.medianCpuSeconds)} |`);
+    }
+    if (il.peakRssMiB !== undefined && pp.peakRssMiB !== undefined) {
+      out.push(`| RSS of the reconciler and every process under it during an update (largest), program inline | ${il.peakRssMiB.toFixed(0)} MiB | a program process per update ${pp.peakRssMiB.toFixed(0)} MiB | ${x(il.peakRssMiB, pp.peakRssMiB)} |`);
     }
   }
   const last = r.steady[r.steady.length - 1];
@@ -157,7 +166,8 @@ export function renderMarkdown(r: BenchResult): string {
   if (r.burstCpu) {
     const kinds = Object.entries(r.burstCpu.byKind).sort((a, b) => b[1].cpuSeconds - a[1].cpuSeconds);
     const total = kinds.reduce((a, [, v]) => a + v.cpuSeconds, 0);
-    out.push("", `CPU during the burst (${s(r.burstCpu.wallMs)} wall, ${total.toFixed(0)} CPU-s on ${m.cpus} cores), by process under the reconciler:`, "",
+    const peak = r.burstCpu.peakRssMiB !== undefined ? `; at most ${r.burstCpu.peakRssMiB.toFixed(0)} MiB RSS in all of them at once` : "";
+    out.push("", `CPU during the burst (${s(r.burstCpu.wallMs)} wall, ${total.toFixed(0)} CPU-s on ${m.cpus} cores${peak}), by process under the reconciler (itself included):`, "",
       "| process | processes | CPU | share |", "|---|---|---|---|");
     for (const [k, v] of kinds) out.push(`| ${k} | ${v.processes} | ${v.cpuSeconds.toFixed(1)} s | ${((100 * v.cpuSeconds) / total).toFixed(0)}% |`);
   }
@@ -167,7 +177,8 @@ export function renderMarkdown(r: BenchResult): string {
       `${i.createCalls} BMI Create calls, ${i.deleteCalls} BMI Delete calls (expected 0).`);
   }
   if (r.events) out.push("", `Event latencies (ms): ${r.events.latenciesMs.join(", ")}; CPU-s per update: ${(r.events.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
-  if (pp) out.push(`With a program process: latencies (ms) ${pp.latenciesMs.join(", ")}; CPU-s per update: ${(pp.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
+  if (il) out.push(`At the last size, program inline: latencies (ms) ${il.latenciesMs.join(", ")}; CPU-s per update: ${(il.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
+  if (pp) out.push(`At the last size, a program process per update: latencies (ms) ${pp.latenciesMs.join(", ")}; CPU-s per update: ${(pp.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
   out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}; CPU-s: ${(r.floor.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`, "");
   return out.join("\n");
 }

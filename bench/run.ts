@@ -374,8 +374,8 @@ async function main(): Promise<void> {
   const floor = record ? { times: [], cpuSeconds: [] } : await measureFloor(o, {});
   if (!record) log(`floor: bare one-resource up median ${median(floor.times).toFixed(0)} ms, ${median(floor.cpuSeconds).toFixed(2)} CPU-s`);
 
-  // Every event adds a worker, twice (inline, then the program-process baseline).
-  const hosts = Math.ceil(((o.orders * o.workers + 2 * o.events + 8) / 3) * 4);
+  // Every event adds a worker, three times (first size, last size, the program-process baseline).
+  const hosts = Math.ceil(((o.orders * o.workers + 3 * o.events + 8) / 3) * 4);
   const lab = await startLab({ dir: path.join(o.dir, "lab"), preset: "fast", hosts });
   const f = lab.fulfillmentClient();
   const world = new World(lab, f, o);
@@ -494,6 +494,7 @@ async function main(): Promise<void> {
     const measureEvents = async (count: number): Promise<NonNullable<BenchResult["events"]>> => {
       const latencies: number[] = [];
       const cpu: number[] = [];
+      let peakRssMiB = 0;
       const allUids = new Map([...uids, ...(await world.orders()).map((x) => [`${x.metadata.namespace}/${x.metadata.name}`, x.metadata.uid] as [string, string])]);
       for (let e = 0; e < count; e++) {
         const i = Math.floor((e * have) / count);
@@ -510,13 +511,15 @@ async function main(): Promise<void> {
           return ts ? Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : undefined;
         }, 100);
         await rec.nextUp(`${r.namespace}/${r.name}`, at, o.timeout);
-        cpu.push(cpuTotal(profile.stop()));
+        const p = profile.stop();
+        cpu.push(cpuTotal(p));
+        peakRssMiB = Math.max(peakRssMiB, p.peakRssMiB);
         latencies.push(fresh - at);
         log(`event ${e + 1}/${count}: ${r.namespace}/${r.name} first Create after ${fresh - at} ms; ${cpu[cpu.length - 1].toFixed(2)} CPU-s to the end of its update`);
         await sleep(2_000);
       }
       return { orders: have, count: latencies.length, latenciesMs: latencies, medianMs: median(latencies), p95Ms: percentile(latencies, 95),
-        cpuSeconds: cpu, medianCpuSeconds: median(cpu) };
+        cpuSeconds: cpu, medianCpuSeconds: median(cpu), peakRssMiB };
     };
     const runEvents = async () => {
       result.events = await measureEvents(o.events);
@@ -545,6 +548,13 @@ async function main(): Promise<void> {
         await runEvents();
         await runNaiveAndRestart();
       }
+    }
+    // The inline program's side of its comparison, at the last size (the baseline below runs at it too).
+    if (!result.eventsLast && result.events) {
+      result.eventsLast = await measureEvents(o.events);
+      result.integrity = await world.integrity();
+      save();
+      log(`events at ${have} orders: median ${result.eventsLast.medianMs} ms, ${result.eventsLast.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
     }
     // Baseline of the settled-order skip: the same size, with a reconciler that observes every order on
     // every pass (BMW_RESYNC_INTERVAL_MS=0), as before settled orders existed.

@@ -3,7 +3,7 @@
 // is due, whether the applied record on the order (APPLIED_ANNOTATION) is trusted before and written
 // after an update, and what must be persisted before `up`. No I/O and no clock of their own.
 import * as crypto from "node:crypto";
-import { fingerprint } from "../planner";
+import { fingerprint, withCreatesDone } from "../planner";
 import { APPLIED_ANNOTATION } from "../planner/names";
 import type { ClusterOrder, CreateRejection, Plan } from "../planner/types";
 import type { OrderMemory } from "./reconcileDeps";
@@ -131,11 +131,15 @@ export interface Settled {
 /**
  * After a successful update, from the plan observed right after it: a fingerprint is remembered (and
  * recorded on the order) only when the world did not move during `up`, since a plan that changed since
- * (an Agent registered meanwhile) must not be taken as applied. The program declared from its own,
- * slightly later observation and exports that plan's fingerprint: a match with it counts too.
+ * (an Agent registered meanwhile) must not be taken as applied. The BMIs the update created count as
+ * not moving: they are now adopted, which the next `up` would only restate (`withCreatesDone`). The
+ * program declared from its own, slightly later observation and exports that plan's fingerprint: a
+ * match with it counts too.
  */
-export function settleAfterUpdate(input: { before: string; after: Plan; declared?: string; programDigest: string; orderUid: string }): Settled {
+export function settleAfterUpdate(input: { before: Plan; after: Plan; declared?: string; programDigest: string; orderUid: string }): Settled {
   const afterFp = fingerprint(input.after);
-  if (input.after.fence.length > 0 || (afterFp !== input.before && afterFp !== input.declared)) return {};
+  if (input.after.fence.length > 0) return {};
+  const applied = [fingerprint(input.before), fingerprint(withCreatesDone(input.before, input.after)), input.declared];
+  if (!applied.includes(afterFp)) return {};
   return { lastFingerprint: afterFp, record: appliedRecord(input.programDigest, input.orderUid, afterFp) };
 }

@@ -48,7 +48,7 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   }
   const observation = await fenceBeforeUpdate(deps, ref, mem, observed, decision);
   const up = await runUpdate(deps, ref, mem, observed, observation);
-  return reportAfterUpdate(deps, ref, mem, decision, up);
+  return reportAfterUpdate(deps, ref, mem, decision, observed.plan, up);
 }
 
 export const EV_INVALID_CLUSTER_ORDER = "InvalidClusterOrder";
@@ -211,10 +211,10 @@ async function runUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, o
  * move during `up` (decide.ts settleAfterUpdate).
  */
 async function reportAfterUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, decision: Decision,
-  up: UpResult): Promise<ReconcileResult> {
+  planned: Plan, up: UpResult): Promise<ReconcileResult> {
   const first = await observeAndPlan(deps, ref, mem);
   const declared = typeof up.outputs?.fingerprint === "string" ? up.outputs.fingerprint : undefined;
-  const settle = (after: Plan) => settleAfterUpdate({ before: decision.fingerprint, after, declared,
+  const settle = (after: Plan) => settleAfterUpdate({ before: planned, after, declared,
     programDigest: deps.stacks.programDigest(), orderUid: first.snapshot.order.metadata.uid });
   const { observed } = await reportLatest(deps, ref, mem, first, { annotations: (plan): AnnotationChanges => {
     const record = settle(plan).record;

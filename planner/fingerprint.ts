@@ -40,3 +40,18 @@ export function fingerprint(plan: Plan): string {
     infraEnvAbsent: (plan.infraEnv && presence && !presence.infraEnv) || undefined,
   }));
 }
+
+/**
+ * `before` as it stands once the BMIs it creates exist: each worker whose BMI `before` would create and
+ * `after` declares as adopted under the same slot and BMI name takes `after`'s form, and absences are
+ * `after`'s. An update that changed nothing but making those BMIs leaves a plan that hashes as this does:
+ * the next `up` would only adopt them, which changes nothing.
+ */
+export function withCreatesDone(before: Plan, after: Plan): Plan {
+  const adopted = new Map(after.workers.filter((w) => w.bmi.adoptId).map((w) => [w.slot, w]));
+  const workers = before.workers.map((w) => {
+    const done = adopted.get(w.slot);
+    return !w.bmi.adoptId && done && done.bmi.name === w.bmi.name ? { ...w, bmi: done.bmi, requiresFence: done.requiresFence } : w;
+  });
+  return { ...before, workers, ...(after.presence ? { presence: after.presence } : {}) };
+}

@@ -7,7 +7,7 @@ export {
   backoffFor, classifyFailure, RESOURCE_FAILURE_REASONS, REASON_AGENT_BINDING_FAILED, REASON_AGENT_REGISTRATION_TIMEOUT,
   REASON_AGENT_UNBINDING_TIMEOUT, REASON_BMI_CREATE_REJECTED, REASON_BMI_DELETION_TIMEOUT, REASON_BMI_PROVISIONING_FAILED, type FailureClass,
 } from "./backoff";
-export { fingerprint, canonicalJson, sha256 } from "./fingerprint";
+export { fingerprint, canonicalJson, sha256, withCreatesDone } from "./fingerprint";
 export { allowedTransition, ACTIVE_PHASES, BOUND_PHASES, PHASES, IllegalTransitionError, type TransitionCause } from "./phases";
 export {
   correlate, correlationCandidates, isOurAgent, labelledAgent, normalizeMac, AGENT_INSTALLED_STATE,

@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { canonicalJson } from "../planner/fingerprint";
 
 /** Files and directories (relative to the program directory) whose content shapes what the program declares. */
-const PROGRAM_PARTS = ["Pulumi.yaml", "index.ts", "package-lock.json", "tsconfig.json",
+const PROGRAM_PARTS = ["Pulumi.yaml", "index.ts", "package-lock.json", "tsconfig.json", "program",
   "components", "providers", "planner", "clients", "config", "lib", "io", "protos"];
 const SOURCE_FILE = /\.(ts|js|json|proto|ya?ml)$/;
 

@@ -4,7 +4,7 @@ import { appliedRecord, decide, type DecideInput, type Decision, refreshOffset, 
 import { fingerprint } from "../../planner";
 import { APPLIED_ANNOTATION } from "../../planner/names";
 import type { Plan } from "../../planner/types";
-import { bmiFor, entry, makeOrder, MIN, NS, ORDER, planOf, T0, UID } from "../planner/builders";
+import { bmiFor, bmRequest, entry, makeOrder, MIN, NS, ORDER, planOf, T0, UID } from "../planner/builders";
 
 const DIGEST = "0123456789abcdef";
 const HOUR = 60 * MIN;
@@ -120,7 +120,16 @@ describe("decide", () => {
 
 describe("settleAfterUpdate", () => {
   const moved: Plan = { ...steady, nodePoolReplicas: { "np-compute": 3 } };
-  const rows: [string, { after: Plan; declared?: string }, { lastFingerprint?: string; record?: string }][] = [
+  // A scale-up to three whose fence is written: the update creates w3's BMI, after which it is adopted.
+  const w3 = entry("w3", { bareMetalInstance: { name: `${ORDER}-b-w3` }, creationTimestamp: undefined });
+  const three = { nodeRequests: [bmRequest("compute", 3)], workers: [entry("w1"), entry("w2"), w3] };
+  const creating = planOf({ ...three, bmis: [bmiFor("w1"), bmiFor("w2")] });
+  const created = planOf({ ...three, bmis: [bmiFor("w1"), bmiFor("w2"), bmiFor("w3")] });
+  const createdFp = fingerprint(created);
+  /** w3's BMI made under another name than the plan's (not this update's create). */
+  const createdElsewhere = planOf({ ...three, workers: [entry("w1"), entry("w2"), { ...w3, bareMetalInstance: { name: "other" } }],
+    bmis: [bmiFor("w1"), bmiFor("w2"), bmiFor("w3", { name: "other" })] });
+  const rows: [string, { before?: Plan; after: Plan; declared?: string }, { lastFingerprint?: string; record?: string }][] = [
     ["the world did not move during `up`: remembered and recorded",
       { after: steady }, { lastFingerprint: fp, record }],
     ["the plan moved, but it is the one the program declared: remembered and recorded",
@@ -129,10 +138,20 @@ describe("settleAfterUpdate", () => {
       { after: moved, declared: "another" }, {}],
     ["new slots await the fence after `up`: nothing remembered, no record",
       { after: scaled, declared: fingerprint(scaled) }, {}],
+    ["the update created a BMI, now adopted, and nothing else moved: remembered and recorded (no `up` just to adopt it)",
+      { before: creating, after: created }, { lastFingerprint: createdFp, record: appliedRecord(DIGEST, UID, createdFp) }],
+    ["the update created a BMI and the world moved too: nothing remembered, no record",
+      { before: creating, after: { ...created, nodePoolReplicas: { "np-compute": 4 } } }, {}],
+    ["the slot's BMI exists under another name than the one created: nothing remembered, no record",
+      { before: creating, after: createdElsewhere }, {}],
   ];
 
   it.each(rows)("%s", (_name, given, expected) => {
-    expect(settleAfterUpdate({ before: fp, programDigest: DIGEST, orderUid: UID, ...given })).toEqual(expected);
+    expect(settleAfterUpdate({ before: steady, programDigest: DIGEST, orderUid: UID, ...given })).toEqual(expected);
+  });
+
+  it("a created BMI counts as applied only through the adoption: the plan before the create does not hash as the one after", () => {
+    expect(fingerprint(creating)).not.toBe(createdFp);
   });
 
   it("the record is the program digest, then a hash of the uid and the fingerprint", () => {

@@ -34,8 +34,12 @@ describe("programDigest", () => {
     expect(b).not.toBe(a);
     fs.mkdirSync(path.join(dir, "providers"));
     fs.writeFileSync(path.join(dir, "providers", "bmi.ts"), "export {};\n");
+    const c0 = programDigest(dir, versions, env);
+    expect(c0).not.toBe(b);
+    fs.mkdirSync(path.join(dir, "program"));
+    fs.writeFileSync(path.join(dir, "program", "orderProgram.ts"), "export {};\n"); // the program itself
     const c = programDigest(dir, versions, env);
-    expect(c).not.toBe(b);
+    expect(c).not.toBe(c0);
     expect(programDigest(dir, { ...versions, pulumi: "3.0.1" }, env)).not.toBe(c);
     expect(programDigest(dir, versions, { ...env, fulfillment: { address: "other:8000" } })).not.toBe(c);
   });
