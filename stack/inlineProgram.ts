@@ -26,13 +26,37 @@ type LanguageServerClass = new (program: PulumiProgram) => grpc.UntypedServiceIm
   run(call: unknown, callback: RunCallback): unknown;
 };
 
-function sdkInternals(): { LanguageServer: LanguageServerClass; channelOptions: grpc.ServerOptions } {
+/** A run's gRPC clients of the engine, in its store (internal to @pulumi/pulumi too). */
+interface RunClients {
+  monitor?: { close(): void };
+  engine?: { close(): void };
+}
+
+function sdkInternals(): {
+  LanguageServer: LanguageServerClass; channelOptions: grpc.ServerOptions; runClients: () => RunClients | undefined;
+} {
   const server: { LanguageServer?: LanguageServerClass } = require("@pulumi/pulumi/automation/server");
   const settings: { grpcChannelOptions?: grpc.ServerOptions } = require("@pulumi/pulumi/runtime/settings");
-  if (typeof server.LanguageServer !== "function" || !settings.grpcChannelOptions) {
+  const state: { getStore?: () => { settings?: RunClients } | undefined } = require("@pulumi/pulumi/runtime/state");
+  if (typeof server.LanguageServer !== "function" || !settings.grpcChannelOptions || typeof state.getStore !== "function") {
     throw new Error("this @pulumi/pulumi has no inline-program server (automation/server LanguageServer): set BMW_PROGRAM_MODE=process");
   }
-  return { LanguageServer: server.LanguageServer, channelOptions: settings.grpcChannelOptions };
+  const getStore = state.getStore;
+  return { LanguageServer: server.LanguageServer, channelOptions: settings.grpcChannelOptions, runClients: () => getStore()?.settings };
+}
+
+/**
+ * Closes a finished run's clients of the engine. The SDK closes them only outside an inline run (in a
+ * program process, the process's exit does), so each run would leave two gRPC channels behind.
+ */
+function closeClients(clients: RunClients | undefined): void {
+  for (const client of [clients?.monitor, clients?.engine]) {
+    try {
+      client?.close();
+    } catch {
+      // already closed
+    }
+  }
 }
 
 export interface ServedProgram {
@@ -50,6 +74,8 @@ let serving = 0;
 const heldPrograms: Array<() => void> = [];
 /** Settles when the runs of the programs ended last have finished; no run starts before. */
 let ending: Promise<unknown> = Promise.resolve();
+/** How long a new run waits for ending runs at most: a run that never finishes must not stop every update. */
+const ENDING_WAIT_MS = 10_000;
 
 /** Ends the held programs if no run is served; runs started later wait until those have finished. */
 function endHeldIfQuiet(): void {
@@ -59,13 +85,17 @@ function endHeldIfQuiet(): void {
 
 /** Serves `program` on a loopback port for one CLI run. */
 export async function serveProgram(program: PulumiProgram): Promise<ServedProgram> {
-  await ending;
-  const { LanguageServer, channelOptions } = sdkInternals();
+  let waited: NodeJS.Timeout | undefined;
+  await Promise.race([ending, new Promise((resolve) => (waited = setTimeout(resolve, ENDING_WAIT_MS)))]);
+  clearTimeout(waited);
+  const { LanguageServer, channelOptions, runClients } = sdkInternals();
+  let clients: RunClients | undefined;
   let fail: (err: unknown) => void = () => undefined;
   const failure = new Promise<unknown>((resolve) => (fail = resolve));
   let runFinished: () => void = () => undefined;
   const finished = new Promise<void>((resolve) => (runFinished = resolve));
   const held: PulumiProgram = async () => {
+    clients = runClients(); // the run's store, which holds the clients the SDK opens for it
     try {
       return await program();
     } catch (err) {
@@ -80,6 +110,7 @@ export async function serveProgram(program: PulumiProgram): Promise<ServedProgra
   const language = new LanguageServer(held);
   const run = language.run.bind(language);
   language.run = (call, callback) => run(call, (err, response) => {
+    closeClients(clients);
     runFinished();
     callback(err, response);
   });

@@ -1,11 +1,12 @@
 // The program of `up` run inside the reconciler's process (stack/inlineProgram.ts) on the real CLI and a
 // file backend: it runs in this process and no Node program process starts; each stack's run sees its
 // own config even when the runs of two stacks overlap; a program that throws fails its update with its
-// message, deletes nothing it did not declare and fails no other update; without an observation it gets
-// no handoff.
+// message, deletes nothing it did not declare and fails no other update; a finished run's connections to
+// the engine are closed; without an observation it gets no handoff.
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import * as grpc from "@grpc/grpc-js";
 import * as pulumi from "@pulumi/pulumi";
 import { descendants } from "../../lib/procfs";
 import type { HandoffSource } from "../../io/handoff";
@@ -73,6 +74,20 @@ describe("StackManager with an inline program", () => {
       againOutputs: { step: "again" },
       handlersLeft: 0,
     });
+  });
+
+  it("closes each run's connections to the engine once the run finished (the SDK leaves an inline run's open)", async () => {
+    type Client = { getChannel(): { getConnectivityState(connect: boolean): grpc.connectivityState } };
+    let clients: { monitor?: Client; engine?: Client } | undefined;
+    program = () => async () => {
+      const state: { getStore(): { settings: typeof clients } } = require("@pulumi/pulumi/runtime/state");
+      clients = state.getStore().settings;
+      pulumi.log.info("a message, so that the run has its engine client too");
+      return {};
+    };
+    await sb.manager.up(A, { message: "clients" });
+    expect(clients?.monitor?.getChannel().getConnectivityState(false)).toBe(grpc.connectivityState.SHUTDOWN);
+    expect(clients?.engine?.getChannel().getConnectivityState(false)).toBe(grpc.connectivityState.SHUTDOWN);
   });
 
   it("runs the program without a handoff when the update carries no observation", async () => {
