@@ -233,10 +233,14 @@ async function deleteLeftoverAgents(deps: ReconcileDeps, ref: OrderRef, order: C
 async function release(deps: ReconcileDeps, ref: OrderRef): Promise<ReconcileResult> {
   const latest = await deps.kube.getClusterOrder(ref.namespace, ref.name);
   if (!latest) return { action: "gone" };
+  // The stack goes while the finalizer still holds the order: once the order is gone nothing would remove
+  // it, and an order made again under the same name would inherit its history. A kill in between leaves
+  // the order to the next pass, which destroys an empty stack and removes it again.
+  await deps.stacks.removeStack(ref);
+  failpoint("finalize.afterStackRemoval"); // fault suite: killed after the stack is removed, before the finalizer is dropped
   await deps.kube.patchClusterOrderMetadata(ref,
     { finalizers: (latest.metadata.finalizers ?? []).filter((x) => x !== FINALIZER) }, latest.metadata.resourceVersion);
-  failpoint("finalize.afterFinalizerRemoval"); // fault suite: killed after the finalizer is dropped, before the stack is removed
-  await deps.stacks.removeStack(ref);
+  failpoint("finalize.afterFinalizerRemoval"); // fault suite: killed after the finalizer is dropped
   deps.memory.delete(orderKey(ref));
   return { action: "deleted" };
 }

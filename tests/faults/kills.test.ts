@@ -46,7 +46,7 @@ const LANES: [string, string, string, string][] = [
   ["bmi.create.afterCommit@2", "reconcile.afterUp", "bmi.delete.afterCall", "finalize.afterDestroy"],
   ["reconcile.afterUp", "binding.create.afterPatch", "report.afterStatusWrite", "bmi.delete.beforeCall"],
   ["binding.create.afterPatch", "report.afterStatusWrite", "reconcile.afterUp", "finalize.afterAgents"],
-  ["binding.beforePatch", "reconcile.afterStatus", "bmi.read.afterGet", "finalize.afterFinalizerRemoval"],
+  ["binding.beforePatch", "reconcile.afterStatus", "bmi.read.afterGet", "finalize.afterStackRemoval"],
 ];
 const ONLY = process.env.BMW_FAULT_ONLY_LANES?.split(",").map(Number);
 const lanesToRun = LANES.map((points, i) => ({ i, points })).filter((l) => !ONLY || ONLY.includes(l.i));
@@ -107,6 +107,7 @@ describe("kill -9 of the reconciler at failpoints", () => {
     const inv = await lane.probe.invariants(lane.uid);
     rec.duplicates = inv.duplicates;
     rec.orphans = inv.orphans;
+    if (phase === "delete" && ok) rec.stacksLeft = lane.stackCheckpoints();
     if (phase !== "delete") {
       const live = await lane.liveBmiNames();
       const lost = healthy.filter((n) => !live.includes(n));
@@ -180,6 +181,7 @@ describe("kill -9 of the reconciler at failpoints", () => {
     expect(r.duplicatesAtKill).toEqual([]);
     expect(r.duplicates).toEqual([]);
     expect(r.orphans).toEqual([]);
+    expect(r.stacksLeft).toEqual([]);
     expect(r.healthyLost).toEqual([]);
     if (phase === "scale-down") expect(r.removed).toHaveLength(1);
     expect(r.ticks).toBeLessThanOrEqual(MAX_TICKS);

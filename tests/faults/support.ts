@@ -40,10 +40,13 @@ export interface StepRecord {
   duplicatesAtKill: string[];
   /** Processes of the killed reconciler still alive after the kill (must be none): "pid command". */
   survivors: string[];
+  /** After a deletion converged: checkpoints of the order's stack still in the state (must be none). */
+  stacksLeft: string[];
 }
 
 export function emptyRecord(lane: string, step: string): StepRecord {
-  return { lane, step, duplicates: [], orphans: [], healthyLost: [], removed: [], convergeMs: 0, ticks: 0, ups: 0, duplicatesAtKill: [], survivors: [] };
+  return { lane, step, duplicates: [], orphans: [], healthyLost: [], removed: [], convergeMs: 0, ticks: 0, ups: 0, duplicatesAtKill: [], survivors: [],
+    stacksLeft: [] };
 }
 
 /**
@@ -98,6 +101,14 @@ export class Lane {
 
   get stack(): string {
     return `${this.ns}--${this.name}`;
+  }
+
+  /** The checkpoints of this lane's stack in its file backend (a removed stack leaves at most a `.bak`). */
+  stackCheckpoints(): string[] {
+    const stacks = path.join(this.lab.dir, "lanes", this.id, "state", ".pulumi", "stacks");
+    if (!fs.existsSync(stacks)) return [];
+    return fs.readdirSync(stacks, { recursive: true, encoding: "utf8" })
+      .filter((f) => path.basename(f) === `${this.stack}.json` || path.basename(f) === `${this.stack}.json.gz`);
   }
 
   async createOrder(nodeRequests: SampleNodeRequest[]): Promise<void> {
