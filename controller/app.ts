@@ -190,8 +190,10 @@ export class App {
       passphraseFile: passphraseFileFor(s),
       envVars: programEnv(this.settings, env),
       historyRetention: s.historyRetention,
-      // The program of the loop's updates runs here, with the settings a program process would get.
-      ...(s.programMode === "inline" ? { inlineProgram: (handoff) => orderProgram({ env: programEnv(this.settings, env), handoff }) } : {}),
+      // The program of the loop's updates runs here, with the settings a program process would get and the
+      // reconciler's own clients (the same settings made them).
+      ...(s.programMode === "inline" ? { inlineProgram: (handoff) => orderProgram({ env: programEnv(this.settings, env), handoff,
+        clients: { kube: this.kube, fulfillment: this.fulfillment } }) } : {}),
     });
     this.settled = new SettledOrders({
       listBmiDigests: () => listOrderBmiDigests(this.fulfillment),

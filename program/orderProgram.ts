@@ -24,6 +24,8 @@ export interface OrderProgramInput {
   env: NodeJS.ProcessEnv;
   /** The reconciler's observation, if it handed one over. */
   handoff?: HandoffSource;
+  /** Inside the reconciler: its own clients, which the program uses and leaves open. Else it opens its own. */
+  clients?: { kube: Kube; fulfillment: FulfillmentClient };
 }
 
 /** The program of one stack run with `input`. */
@@ -31,14 +33,14 @@ export function orderProgram(input: OrderProgramInput): () => Promise<Record<str
   return () => runOrderProgram(input);
 }
 
-async function runOrderProgram({ env, handoff }: OrderProgramInput): Promise<Record<string, unknown>> {
+async function runOrderProgram({ env, handoff, clients }: OrderProgramInput): Promise<Record<string, unknown>> {
   const config = new pulumi.Config();
   const ref = parseOrderRef(config.require("clusterOrder"));
   // Parsed once, by the same parser the reconciler and the provider host use (config/settings.ts).
   const all = programSideSettings(env);
   const { program: settings, planner: plannerConfig } = all;
-  const kube = new Kube(loadKubeConfig(settings.kubeconfigPath));
-  const fulfillment = new FulfillmentClient(connectionOptions(settings.fulfillment, all.provider));
+  const kube = clients?.kube ?? new Kube(loadKubeConfig(settings.kubeconfigPath));
+  const fulfillment = clients?.fulfillment ?? new FulfillmentClient(connectionOptions(settings.fulfillment, all.provider));
   try {
     // A rollback pin (stack config `pin`, set by `baremetal-workers rollback`) overrides requested counts.
     const rawPin = config.get("pin");
@@ -95,6 +97,6 @@ async function runOrderProgram({ env, handoff }: OrderProgramInput): Promise<Rec
       fingerprint: fingerprint({ ...plan, workers }),
     };
   } finally {
-    fulfillment.close();
+    if (!clients) fulfillment.close();
   }
 }
