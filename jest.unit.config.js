@@ -14,6 +14,7 @@ const UNIT_TESTS = [
   "tests/providers/markedLines.test.ts",
   "tests/config/**/*.test.ts",
   "tests/stack/eventLog.test.ts",
+  "tests/property/previewCheck.test.ts",
   "tests/io/incarnationNames.test.ts",
   "tests/io/handoff.test.ts",
   "tests/fakes/**/*.test.ts",

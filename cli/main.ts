@@ -5,6 +5,8 @@ import { hideBin } from "yargs/helpers";
 import { parseOrderRef } from "../io/observe";
 import { LOOP_DEFAULTS, loopSettings } from "../config/loopSettings";
 import type { AppOptions, StatusReport } from "../controller/app";
+import { describeChanges } from "../planner/changeControl";
+import type { Plan } from "../planner/types";
 
 interface CommonArgs {
   "state-dir"?: string;
@@ -88,12 +90,16 @@ function orderCommands(cli: Cli): Cli {
         else console.log(`${argv.order}: ${r.action}${r.message ? ` (${r.message})` : ""}` +
           (r.up ? `; changes ${JSON.stringify(r.up.changes)} in ${Math.round(r.up.durationMs / 1000)} s` : ""));
       }))
-    .command("preview <order>", "show the diff `pulumi up` would apply to the order's stack", (y) => orderArg(y),
+    .command("preview <order>", "refresh, then show what the next `pulumi up` of the order's stack does (writes nothing)", (y) => orderArg(y),
       (argv) => withApp(argv, async (app) => {
         progress(`previewing ${argv.order}`);
         const p = await app.preview(parseOrderRef(argv.order));
-        if (argv.output === "json") console.log(JSON.stringify(p.changeSummary));
-        else process.stdout.write(p.stdout);
+        if (argv.output === "json") {
+          console.log(JSON.stringify({ changes: p.changeSummary, steps: p.steps, planFingerprint: p.outputs.fingerprint,
+            planned: p.plan.changes ?? [], waiting: p.plan.approval, createsDeferred: p.plan.createsDeferred ?? 0 }));
+        } else {
+          process.stdout.write(formatPlanned(argv.order, p.plan) + p.stdout);
+        }
       }))
     .command("status [order]", "table of workers (phase, attempts, next retry) and failing stack updates", (y) => y.positional("order", { type: "string" }),
       (argv) => withApp(argv, async (app) => {
@@ -113,6 +119,13 @@ function orderCommands(cli: Cli): Cli {
         const r = await app.rollback(parseOrderRef(argv.order), argv.to, progress);
         console.log(`${argv.order}: pinned to update ${argv.to} (${Object.entries(r.pin).map(([k, v]) => `${k}=${v}`).join(", ")}); ` +
           `run \`baremetal-workers unpin ${argv.order}\` to follow the ClusterOrder again`);
+      }))
+    .command("approve <order>", "approve exactly the plan that waits for approval (by its fingerprint); a plan that changed since is refused",
+      (y) => orderArg(y).option("plan", { type: "string", describe: "the fingerprint preview or the ApprovalRequired condition shows (12+ characters)" }),
+      (argv) => withApp(argv, async (app) => {
+        const approved = await app.approve(parseOrderRef(argv.order), argv.plan);
+        if (argv.output === "json") console.log(JSON.stringify(approved));
+        else console.log(`${argv.order}: plan ${approved.fingerprint.slice(0, 12)} approved: ${describeChanges(approved.changes)}; the next reconcile applies it`);
       }))
     .command("unpin <order>", "drop a rollback pin: the stack follows the ClusterOrder's requests again", (y) => orderArg(y),
       (argv) => withApp(argv, async (app) => {
@@ -148,6 +161,17 @@ export function buildCli(args: string[]) {
 }
 
 /** The workers table, then the orders whose stack updates fail: since when, why, which update. */
+/** What `preview` prints above the engine's diff: the plan's changes by kind, what waits for approval and for the cap. */
+export function formatPlanned(order: string, plan: Plan): string {
+  const lines = [`planned changes: ${plan.changes?.length ? describeChanges(plan.changes) : "none"}`];
+  if (plan.approval) {
+    lines.push(`waiting for approval (plan ${plan.approval.fingerprint.slice(0, 12)}): ${describeChanges(plan.approval.changes)}`,
+      `  nothing below is applied until: baremetal-workers approve ${order} --plan ${plan.approval.fingerprint.slice(0, 12)}`);
+  }
+  if (plan.createsDeferred) lines.push(`${plan.createsDeferred} more create(s) wait for the in-flight cap (BMW_MAX_CREATES_IN_FLIGHT)`);
+  return lines.join("\n") + "\n\n";
+}
+
 export function formatStatus(report: StatusReport): string {
   const out = [formatTable(report.workers.map((r) => ({ ...r })))];
   if (report.updateFailures.length > 0) {
@@ -160,6 +184,8 @@ export function formatStatus(report: StatusReport): string {
   if (report.driftUnknown?.length) {
     out.push("", "DRIFT UNKNOWN", formatTable(report.driftUnknown.map((u) => ({ order: u.order, reason: u.message }))));
   }
+  if (report.approvals?.length) out.push("", "WAITING FOR APPROVAL", formatTable(report.approvals.map((a) => ({ order: a.order, since: a.since, waiting: a.message }))));
+  if (report.pinned?.length) out.push("", "PINNED BY A ROLLBACK", formatTable(report.pinned.map((a) => ({ order: a.order, since: a.since, pin: a.message }))));
   return out.join("\n");
 }
 

@@ -6,8 +6,9 @@ import * as path from "node:path";
 import { FulfillmentClient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
 import { plan as makePlan } from "../planner";
-import { COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
-import type { ClusterOrder, Condition, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
+import { COND_APPROVAL_REQUIRED, COND_PINNED, COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
+import { APPROVED_PLAN_ANNOTATION, describeChanges, PENDING_PLAN_ANNOTATION, type PlannedChange } from "../planner/changeControl";
+import type { ClusterOrder, Condition, Plan, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "../io/observe";
 import { ObserveCache } from "../io/observeCache";
 import { listOrderBmiDigests } from "../io/orderBmiDigests";
@@ -16,7 +17,7 @@ import {
   reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
 } from "./reconcile";
 import { connectionOptions } from "../providers/fulfillmentConnection";
-import { parsePin } from "../planner/pin";
+import { formatPin, parsePin } from "../planner/pin";
 import { orderProgram } from "../program/orderProgram";
 import { programEnv, type ProgramSettings, type ReconcilerSettings, reconcilerSettings } from "../config/settings";
 import { Slots } from "./slots";
@@ -111,6 +112,9 @@ export interface StatusReport {
   drift: (WorkerDrift & { order: string })[];
   /** Drifting orders whose drift could not be observed this time (deleted meanwhile, service unreadable). */
   driftUnknown?: { order: string; message: string }[];
+  /** Orders whose plan waits for `approve` (ApprovalRequired=True) and orders pinned by a rollback (Pinned=True). */
+  approvals?: UpdateFailureRow[];
+  pinned?: UpdateFailureRow[];
 }
 
 /** Drift observations of `status` run at once: each is a full observation of one order. */
@@ -138,8 +142,8 @@ export async function driftReport<O extends { metadata: { namespace: string; nam
   return { drift: results.flatMap((r) => r.drift), ...(driftUnknown.length ? { driftUnknown } : {}) };
 }
 
-export function updateFailureRows(order: string, conditions: Condition[] | undefined): UpdateFailureRow[] {
-  const c = (conditions ?? []).find((x) => x.type === COND_UPDATE_FAILED && x.status === "True");
+export function updateFailureRows(order: string, conditions: Condition[] | undefined, type = COND_UPDATE_FAILED): UpdateFailureRow[] {
+  const c = (conditions ?? []).find((x) => x.type === type && x.status === "True");
   return c ? [{ order, since: c.lastTransitionTime, reason: c.reason, message: c.message }] : [];
 }
 
@@ -197,7 +201,7 @@ export class App {
     });
     this.settled = new SettledOrders({
       listBmiDigests: () => listOrderBmiDigests(this.fulfillment),
-      pinOf: async (ref) => pinKey(await this.runner().pinnedNodeSets(ref)),
+      pinOf: async (ref) => pinKey(await this.runner().pin(ref)),
       resyncMs: s.resyncIntervalMs,
     });
   }
@@ -221,7 +225,7 @@ export class App {
       },
       // The settings the program parses (config/settings.ts, the planner's config), not the raw environment.
       programDigest: () => (this.digest ??= stacks.programDigest({ settings: this.settings, planner: this.config })),
-      async pinnedNodeSets(ref) {
+      async pin(ref) {
         if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
         const raw = await stacks.getConfig(ref, PIN_KEY);
         if (!raw || raw === "null") return undefined;
@@ -247,9 +251,40 @@ export class App {
     return r;
   }
 
-  async preview(ref: OrderRef): Promise<PreviewResult> {
+  /** The engine's preview of the next update, and the plan behind it: its changes by kind, what waits for approval or the cap. */
+  async preview(ref: OrderRef): Promise<PreviewResult & { plan: Plan }> {
     await this.mustExist(ref);
-    return this.stacks.preview(ref);
+    const plan = await this.currentPlan(ref);
+    // A plan that waits for approval is not applied by any update (the program refuses it): there is nothing to preview.
+    if (plan.approval) return { changeSummary: {}, stdout: "no update runs while the plan waits for approval\n", steps: [], outputs: {}, plan };
+    return { ...(await this.stacks.preview(ref)), plan };
+  }
+
+  /** The plan a reconcile would make now (rollback pin included), from a read-only observation. */
+  async currentPlan(ref: OrderRef): Promise<Plan> {
+    const pin = await this.runner().pin(ref);
+    const { snapshot } = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
+      ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache, createCatalogItem: false }, ref);
+    return makePlan({ ...snapshot, ...(pin ? { pin } : {}) });
+  }
+
+  /**
+   * Approves exactly the plan that waits: the one `fingerprint` names (its first 12 characters or more, as
+   * preview and the ApprovalRequired condition show it), else the one the order records as waiting. Refused
+   * when nothing waits, or when the plan that waits now is another one (it changed since it was looked at).
+   */
+  async approve(ref: OrderRef, fingerprint?: string): Promise<{ fingerprint: string; changes: PlannedChange[] }> {
+    const order = await this.mustExist(ref);
+    const waiting = (await this.currentPlan(ref)).approval;
+    if (!waiting) throw new RefusedError(`no planned change of ${ref.namespace}/${ref.name} waits for approval`);
+    const named = fingerprint ?? order.metadata.annotations?.[PENDING_PLAN_ANNOTATION];
+    if (!named) throw new RefusedError(`no waiting plan is recorded on ${ref.namespace}/${ref.name} yet: name it with --plan ${waiting.fingerprint.slice(0, 12)}`);
+    if (named.length < 12 || !waiting.fingerprint.startsWith(named)) {
+      throw new RefusedError(`the plan that waits now (${waiting.fingerprint.slice(0, 12)}: ${describeChanges(waiting.changes)}) is not plan ` +
+        `${named.slice(0, 12)}; nothing was approved: look at it again (preview, status) and approve it by its fingerprint`);
+    }
+    await this.kube.patchClusterOrderMetadata(ref, { annotations: { [APPROVED_PLAN_ANNOTATION]: waiting.fingerprint } });
+    return waiting;
   }
 
   async status(ref?: OrderRef): Promise<StatusReport> {
@@ -259,6 +294,8 @@ export class App {
     return {
       workers: orders.flatMap((o) => statusRows(name(o), o.status?.workers ?? [])),
       updateFailures: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions)),
+      approvals: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions, COND_APPROVAL_REQUIRED)),
+      pinned: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions, COND_PINNED)),
       ...(await driftReport(drifting, (o) => this.driftOf(o))),
     };
   }
@@ -293,7 +330,7 @@ export class App {
     const unknown = Object.keys(pin).filter((s) => !sets.has(s));
     if (unknown.length) throw new RefusedError(`update ${update} names node sets the ClusterOrder no longer has: ${unknown.join(", ")}`);
     progress(`pinning ${ref.namespace}/${ref.name} to ${JSON.stringify(pin)}`);
-    await this.stacks.setConfig(ref, { [PIN_KEY]: { value: JSON.stringify(pin) } });
+    await this.stacks.setConfig(ref, { [PIN_KEY]: { value: formatPin({ counts: pin, update }) } });
     return { pin, result: await this.applyNow(ref, progress) };
   }
 

@@ -6,6 +6,7 @@
 import type { BareMetalInstanceOut, FulfillmentApi } from "../clients/fulfillment";
 import { Filter, NotFoundError as FulfillmentNotFound, SYSTEM_TENANT } from "../clients/fulfillment";
 import { ConflictError } from "../clients/kube";
+import { REASON_APPROVAL_REQUIRED } from "../planner/changeControl";
 import { EV_WORKER_DELETED, orderEvent } from "../planner/events";
 import { FINALIZER, ORDER_LABEL } from "../planner/names";
 import type { ClusterOrder, Plan, PlannedEvent, PlannerConfig, WorkerStatus } from "../planner/types";
@@ -141,15 +142,16 @@ export async function finalize(deps: ReconcileDeps, ref: OrderRef, order: Cluste
   // The order as this pass read it, observed without reading it again until a report writes it.
   let unwritten: ClusterOrder | undefined = order;
   if (!mem.destroyed) {
-    // Say so on the order before anything is deleted: every worker Deleting.
-    await reportDeletion(deps, ref, mem, NOTHING_CONFIRMED, { order });
+    // Say so on the order before anything is deleted: every worker Deleting (unless the approval policy holds the deletion).
+    const first = await reportDeletion(deps, ref, mem, NOTHING_CONFIRMED, { order });
+    if (first.held) return requeue("the deletion of the order's workers waits for approval (ApprovalRequired)");
     unwritten = undefined;
     await destroyStack(deps, ref, mem, now().toISOString());
   }
   const swept = await deleteLeftoverBmis(deps, order, mem);
   // Confirm: every known BMI of the order must answer NOT_FOUND.
   const present = await stillPresent(deps.fulfillment, knownBmiIds(order, swept.listed, mem));
-  const kept = await reportDeletion(deps, ref, mem, { present, confirmed: true, listedByName: swept.seenNames, goneNames: swept.goneNames },
+  const { kept } = await reportDeletion(deps, ref, mem, { present, confirmed: true, listedByName: swept.seenNames, goneNames: swept.goneNames },
     { order: unwritten });
   if (present.size > 0) return requeue(`${present.size} BareMetalInstance(s) of the order are still being deleted`);
   // The finalizer stays while the status keeps any worker: its BMI is not confirmed gone yet.
@@ -250,19 +252,21 @@ async function release(deps: ReconcileDeps, ref: OrderRef): Promise<ReconcileRes
  * Returns how many workers the report kept (their BMIs not confirmed gone).
  */
 async function reportDeletion(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, seen: DeletionSeen,
-  opts: { extraEvents?: readonly PlannedEvent[]; order?: ClusterOrder } = {}): Promise<number> {
+  opts: { extraEvents?: readonly PlannedEvent[]; order?: ClusterOrder } = {}): Promise<{ kept: number; held: boolean }> {
   for (let attempt = 1; ; attempt++) {
     let observed;
     try {
       observed = await observeAndPlan(deps, ref, mem, { countErrors: attempt === 1, order: attempt === 1 ? opts.order : undefined });
     } catch (err) {
-      if (err instanceof OrderNotFoundError) return 0;
+      if (err instanceof OrderNotFoundError) return { kept: 0, held: false };
       throw err;
     }
-    const r = deletionReport(observed.snapshot.order, observed.plan, seen, observed.snapshot.now);
+    // A deletion the approval policy holds is reported as planned: nothing Deleting, ApprovalRequired listing it.
+    const held = observed.plan.paused?.reason === REASON_APPROVAL_REQUIRED;
+    const r = held ? { plan: observed.plan, events: [] } : deletionReport(observed.snapshot.order, observed.plan, seen, observed.snapshot.now);
     try {
       await report(deps, mem, { snapshot: observed.snapshot, plan: r.plan }, { extraEvents: [...r.events, ...(opts.extraEvents ?? [])] });
-      return r.plan.status.workers.length;
+      return { kept: r.plan.status.workers.length, held };
     } catch (err) {
       if (!(err instanceof ConflictError) || attempt >= 5) throw err;
     }

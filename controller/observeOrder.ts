@@ -3,7 +3,6 @@
 // fulfillment errors), and the planner's plan of it.
 import type { HubReader } from "../clients/kube";
 import { plan as makePlan } from "../planner";
-import { withPin } from "../planner/pin";
 import type { ClusterOrder, Snapshot } from "../planner/types";
 import { observe, type OrderRef } from "../io/observe";
 import { clockOf, type Observed, type OrderMemory, type ReconcileDeps } from "./reconcileDeps";
@@ -24,9 +23,9 @@ export async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: Or
   // Only a reconcile's own observations count toward FulfillmentServiceUnavailable, not the extra ones of
   // progress reports and conflict retries.
   if (opts.countErrors !== false) mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
-  const pin = await deps.stacks.pinnedNodeSets(ref);
+  const pin = await deps.stacks.pin(ref);
   const snapshot: Snapshot = {
-    ...obs.snapshot, order: withPin(obs.snapshot.order, pin), fulfillmentErrors: mem.consecutiveFulfillmentErrors,
+    ...obs.snapshot, fulfillmentErrors: mem.consecutiveFulfillmentErrors, ...(pin ? { pin } : {}),
     ...(mem.lastUpdate ? { lastUpdate: mem.lastUpdate } : {}),
     ...(mem.createRejections?.length ? { createRejections: mem.createRejections } : {}),
   };

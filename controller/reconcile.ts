@@ -6,6 +6,8 @@
 import * as crypto from "node:crypto";
 import { ConflictError, InvalidClusterOrderError } from "../clients/kube";
 import { APPLIED_ANNOTATION, FINALIZER, INFRAENV_UID_ANNOTATION } from "../planner/names";
+import { withPin } from "../planner/pin";
+import { EV_RETRY_NOW } from "../planner/retryNow";
 import { isBareMetalRequest } from "../planner/status";
 import type { ClusterOrder, Plan, Snapshot } from "../planner/types";
 import type { Observation, OrderRef } from "../io/observe";
@@ -179,7 +181,8 @@ async function runUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, o
   const progress = progressReports(deps, ref, mem);
   let up: UpResult;
   try {
-    up = await deps.stacks.up(ref, { message: summaryLine(snapshot.order, plan), refresh: true, ...(observation ? { observation } : {}) });
+    // The counts this update applies (a pin's, if any): rollback restores them from this message.
+    up = await deps.stacks.up(ref, { message: summaryLine(withPin(snapshot.order, observed.pin?.counts), plan), refresh: true, ...(observation ? { observation } : {}) });
     // Every `up` refreshes: the periodic refresh counts from the last one (not an extra run after creation).
     mem.lastRefreshAt = snapshot.now.getTime();
     await progress.stop();
@@ -216,7 +219,9 @@ async function reportAfterUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderM
   const declared = typeof up.outputs?.fingerprint === "string" ? up.outputs.fingerprint : undefined;
   const settle = (after: Plan) => settleAfterUpdate({ before: planned, after, declared,
     programDigest: deps.stacks.programDigest(), orderUid: first.snapshot.order.metadata.uid });
-  const { observed } = await reportLatest(deps, ref, mem, first, { annotations: (plan): AnnotationChanges => {
+  // The plan that caused the update is not reported (the one observed after it is): its retry-now event goes with this report.
+  const retried = planned.events.filter((e) => e.reason === EV_RETRY_NOW);
+  const { observed } = await reportLatest(deps, ref, mem, first, { extraEvents: retried, annotations: (plan): AnnotationChanges => {
     const record = settle(plan).record;
     return record ? { [APPLIED_ANNOTATION]: record } : {};
   } });

@@ -6,12 +6,16 @@ import type { HubApi } from "../clients/kube";
 import type { Observation, OrderRef } from "../io/observe";
 import type { ObserveCache } from "../io/observeCache";
 import type { SettledOrders } from "./settledOrders";
+import type { EngineStep } from "../stack/eventLog";
+import type { Pin } from "../planner/pin";
 import type { CreateRejection, Plan, PlannerConfig, Snapshot } from "../planner/types";
 
 export interface UpResult {
   changes: { create: number; update: number; delete: number; replace: number; same: number };
   durationMs: number;
   outputs?: Record<string, unknown>;
+  /** The engine's steps (stack/eventLog.ts), what a preview of this update is held to. */
+  steps?: EngineStep[];
 }
 
 export interface UpOptions {
@@ -35,7 +39,7 @@ export interface StackRunner {
   destroy(ref: OrderRef): Promise<void>;
   removeStack(ref: OrderRef): Promise<void>;
   /** Extra program input (a rollback pin), undefined when none. */
-  pinnedNodeSets(ref: OrderRef): Promise<Record<string, number> | undefined>;
+  pin(ref: OrderRef): Promise<Pin | undefined>;
   /** Digest of the program, toolchain and program environment an `up` would run (see programDigest.ts). */
   programDigest(): string;
 }
@@ -111,7 +115,7 @@ export interface Observed {
   snapshot: Snapshot;
   plan: Plan;
   /** The rollback pin the plan followed (undefined: none). */
-  pin?: Record<string, number>;
+  pin?: Pin;
 }
 
 export function orderKey(ref: OrderRef): string {

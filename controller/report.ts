@@ -60,7 +60,7 @@ export async function report(deps: ReconcileDeps, mem: OrderMemory, observed: Pi
   failpoint("report.afterStatusWrite"); // fault suite: killed between the status and the events
   await recordEvents(deps.kube, order, plan, [...reportedEvents(order, plan, written), ...(opts.extraEvents ?? [])]);
   observeDurations(deps, mem, order, written, snapshot.now.getTime());
-  const changes = annotationChanges(snapshot, opts.annotations?.(plan) ?? {});
+  const changes = annotationChanges(snapshot, { ...plan.annotations, ...opts.annotations?.(plan) });
   if (!changes) return latest;
   try {
     latest = await deps.kube.patchClusterOrderMetadata(ref, { annotations: changes }, latest.metadata.resourceVersion);

@@ -13,6 +13,7 @@
 import * as crypto from "node:crypto";
 import type { OrderRef } from "../io/observe";
 import { bmiDigest } from "../io/orderBmiDigests";
+import type { Pin } from "../planner/pin";
 import type { ClusterOrder, Plan } from "../planner/types";
 import { orderKey } from "./reconcileDeps";
 
@@ -60,8 +61,9 @@ export function unsettledReason(plan: Plan, bmisKnown: boolean, goneBmiIds: read
   if (goneBmiIds?.length) return "a recorded BMI is gone";
   if (plan.paused) return `paused (${plan.paused.reason})`;
   if (plan.fence.length > 0) return "a fence is pending";
-  if (s.readyWorkers !== s.desiredWorkers || s.currentWorkers !== s.desiredWorkers) {
-    return `${s.readyWorkers} Ready and ${s.currentWorkers} current of ${s.desiredWorkers} desired`;
+  const target = plan.targetWorkers ?? s.desiredWorkers; // a rollback pin's count, else the request
+  if (s.readyWorkers !== target || s.currentWorkers !== target) {
+    return `${s.readyWorkers} Ready and ${s.currentWorkers} current of ${target} desired`;
   }
   const other = s.workers.find((w) => w.phase !== "Ready");
   return other ? `worker ${other.name} is ${other.phase}` : undefined;
@@ -132,8 +134,8 @@ export class SettledOrders {
 }
 
 /** A rollback pin as the settled record compares it ("" for none). */
-export function pinKey(pin: Readonly<Record<string, number>> | undefined): string {
-  return pin ? JSON.stringify(Object.entries(pin).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : "";
+export function pinKey(pin: Readonly<Pin> | undefined): string {
+  return pin ? JSON.stringify([pin.update ?? null, Object.entries(pin.counts).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))]) : "";
 }
 
 /** An order with no BMI has no entry in the pass's listing. */

@@ -42,7 +42,7 @@ interface HandoffDocument {
   order: string;
   nameSeed: string;
   fulfillmentError?: string;
-  snapshot: Omit<Snapshot, "now" | "config" | "newName" | "ignition" | "infraEnv"> & {
+  snapshot: Omit<Snapshot, "now" | "config" | "newName" | "ignition" | "infraEnv" | "pin"> & {
     now: string;
     ignition?: IgnitionOutcome;
     infraEnv?: { name: string; uid: string; hasIgnitionUrl: boolean };
@@ -83,7 +83,8 @@ function ignitionOutcome(ign: IgnitionFetch): IgnitionOutcome {
 }
 
 export function encodeHandoff(ref: OrderRef, obs: Observation): string {
-  const { now, config: _config, newName: _newName, ignition, infraEnv, order, ...rest } = obs.snapshot;
+  // The pin is not handed over: the program reads its own from the stack config.
+  const { now, config: _config, newName: _newName, ignition, infraEnv, order, pin: _pin, ...rest } = obs.snapshot;
   const doc: HandoffDocument = {
     format: FORMAT, version: VERSION, order: `${ref.namespace}/${ref.name}`, nameSeed: obs.nameSeed,
     ...(obs.fulfillmentError ? { fulfillmentError: obs.fulfillmentError } : {}),

@@ -5,7 +5,7 @@
 // name generator from the observation's seed, so the plan here names the BMIs the reconciler's plan named.
 import type { HubReader } from "../clients/kube";
 import { plan as makePlan } from "../planner";
-import { withPin, type NodeSetCounts } from "../planner/pin";
+import type { Pin } from "../planner/pin";
 import type { IgnitionFetch, Plan, PlannerConfig, Snapshot } from "../planner/types";
 import { HandoffError, readHandoffSource, WITHHELD_IGNITION, type HandedOff, type HandoffSource } from "./handoff";
 import { incarnationNames } from "./incarnationNames";
@@ -29,9 +29,10 @@ export interface ProgramPlan {
   source: "handoff" | "observed";
 }
 
-/** One planning pass: the rollback pin over the order, and a fresh name generator from the observation's seed. */
-export function planPass(snapshot: Snapshot, nameSeed: string, pin: NodeSetCounts | undefined): Plan {
-  return makePlan({ ...snapshot, order: withPin(snapshot.order, pin), newName: incarnationNames(nameSeed) });
+/** One planning pass: the rollback pin (the program's own stack config), and a fresh name generator from the observation's seed. */
+export function planPass(snapshot: Snapshot, nameSeed: string, pin: Pin | undefined): Plan {
+  const { pin: _handed, ...rest } = snapshot;
+  return makePlan({ ...rest, ...(pin ? { pin } : {}), newName: incarnationNames(nameSeed) });
 }
 
 /** Whether the plan declares a BMI that this update may create (not one adopted by id): it needs the ignition. */
@@ -59,7 +60,7 @@ async function currentHandoff(deps: ProgramPlanDeps, ref: OrderRef, source: Hand
   return handed;
 }
 
-async function observed(deps: ProgramPlanDeps, pin: NodeSetCounts | undefined): Promise<ProgramPlan> {
+async function observed(deps: ProgramPlanDeps, pin: Pin | undefined): Promise<ProgramPlan> {
   const obs = await deps.observe();
   return { snapshot: obs.snapshot, plan: planPass(obs.snapshot, obs.nameSeed, pin), fulfillmentError: obs.fulfillmentError, source: "observed" };
 }
@@ -75,7 +76,7 @@ async function withIgnition(deps: ProgramPlanDeps, snapshot: Snapshot): Promise<
 }
 
 export async function programPlan(deps: ProgramPlanDeps, ref: OrderRef, handoff: HandoffSource | undefined,
-  pin: NodeSetCounts | undefined): Promise<ProgramPlan> {
+  pin: Pin | undefined): Promise<ProgramPlan> {
   const handed = handoff ? await currentHandoff(deps, ref, handoff) : undefined;
   if (!handed) return observed(deps, pin);
   let snapshot = handed.snapshot;

@@ -1,7 +1,7 @@
 // Planner timings and limits: the design's defaults (OSAC-2135 §4.1, §4.3) and their overrides from
 // the environment. A bad override is a configuration error and must stop the program at start-up,
 // so parsing throws with the variable's name instead of silently falling back to a default.
-import type { PlannerConfig } from "./types";
+import type { ChangeKind, PlannerConfig } from "./types";
 
 const MIN = 60_000;
 
@@ -26,7 +26,25 @@ export function defaultPlannerConfig(): PlannerConfig {
     ignitionWarnBytes: 48 * 1024,
     ignitionMaxBytes: USER_DATA_HARD_LIMIT_BYTES,
     maxWorkersPerNodeSet: 100,
+    // Anything that deletes a BMI outside the known flows waits for a human; every known flow applies.
+    approvalRequired: ["other"],
+    maxCreatesInFlight: 0,
   };
+}
+
+export const CHANGE_KINDS: readonly ChangeKind[] = ["create", "retry", "retire", "scaleDown", "clusterDeletion", "other"];
+
+/** A comma-separated list of change kinds, or "none". */
+export function parseChangeKinds(what: string, raw: string): ChangeKind[] {
+  const text = raw.trim();
+  if (text === "none") return [];
+  const kinds = text.split(",").map((k) => k.trim());
+  const unknown = kinds.filter((k) => !(CHANGE_KINDS as readonly string[]).includes(k));
+  if (kinds.length === 0 || unknown.length > 0) {
+    throw new Error(`${what}=${JSON.stringify(raw)}: ${unknown.length ? `unknown kind ${unknown.map((k) => JSON.stringify(k)).join(", ")}` : "empty"}; ` +
+      `expected "none" or a comma-separated list of ${CHANGE_KINDS.join(", ")}`);
+  }
+  return [...new Set(kinds as ChangeKind[])];
 }
 
 type NumberKey = {
@@ -93,6 +111,8 @@ export function plannerConfigFromEnv(env: NodeJS.ProcessEnv): PlannerConfig {
     const raw = env[variable];
     if (raw !== undefined) config[field] = parseList(variable, raw);
   }
+  if (env.BMW_APPROVAL_REQUIRED !== undefined) config.approvalRequired = parseChangeKinds("BMW_APPROVAL_REQUIRED", env.BMW_APPROVAL_REQUIRED);
+  if (env.BMW_MAX_CREATES_IN_FLIGHT !== undefined) config.maxCreatesInFlight = parseNonNegativeInt("BMW_MAX_CREATES_IN_FLIGHT", env.BMW_MAX_CREATES_IN_FLIGHT);
   if (config.ignitionMaxBytes > USER_DATA_HARD_LIMIT_BYTES) {
     throw new Error(`BMW_IGNITION_MAX_BYTES=${config.ignitionMaxBytes} exceeds the service's user_data limit of ${USER_DATA_HARD_LIMIT_BYTES} bytes`);
   }

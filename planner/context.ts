@@ -19,6 +19,10 @@ export interface PlanContext {
   deadlines: number[];
   /** Messages for the AgentMatchAmbiguous condition. */
   ambiguities: string[];
+  /** Creates this pass may still start under the in-flight cap (Infinity: no cap). */
+  createBudget: number;
+  /** Creates the cap made wait for a later pass. */
+  createsDeferred: number;
 }
 
 /** One status entry on its way through the pass. */
@@ -49,8 +53,28 @@ export function newContext(snapshot: Snapshot, gates: Gates, createsAllowed: boo
   return {
     snapshot, config: snapshot.config, nowMs, nowIso: toIso(nowMs), gates,
     identity: clusterIdentity(snapshot.order, snapshot.clusterDeployment),
-    createsAllowed, events: [], deadlines: [], ambiguities: [],
+    createsAllowed, events: [], deadlines: [], ambiguities: [], createBudget: createBudget(snapshot), createsDeferred: 0,
   };
+}
+
+/** The blast-radius cap: creates in flight (attempted, not yet bound) count against config.maxCreatesInFlight. */
+function createBudget(snapshot: Snapshot): number {
+  const cap = snapshot.config.maxCreatesInFlight;
+  if (!cap) return Infinity;
+  const inFlight = (snapshot.order.status?.workers ?? []).filter((w) =>
+    (w.phase === "Provisioning" || w.phase === "WaitingForAgent") && hasIncarnation(w)).length;
+  return Math.max(0, cap - inFlight);
+}
+
+/** Takes one create from the pass's budget; false (counted, due again at the next poll) when the cap is reached. */
+export function takeCreate(ctx: PlanContext): boolean {
+  if (ctx.createBudget > 0) {
+    ctx.createBudget--;
+    return true;
+  }
+  ctx.createsDeferred++;
+  ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+  return false;
 }
 
 export function cloneEntry(entry: WorkerStatus): WorkerStatus {

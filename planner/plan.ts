@@ -19,6 +19,9 @@ import { isDeleting, isUnmanaged } from "./management";
 import { infraEnvName } from "./names";
 import { mapNodePools, nodePoolCondition, type NodePoolMapping } from "./nodepools";
 import { presenceOf } from "./presence";
+import { pinnedCondition, withPin } from "./pin";
+import { applyRetryNow, RETRY_NOW_ANNOTATION, type RetryNow } from "./retryNow";
+import { approvalGate, holdDeclarations, plannedChanges, REASON_APPROVAL_REQUIRED } from "./changeControl";
 import { ACTIVE_PHASES, BOUND_PHASES, moveTo } from "./phases";
 import { createInputsKnown, scale } from "./scaling";
 import { countWorkers, desiredWorkers, orderPhase } from "./status";
@@ -49,8 +52,10 @@ function workersFailedCondition(workers: readonly WorkerStatus[], desired: numbe
   if (failed.length === 0) return cond(COND_WORKERS_FAILED, "False", "NoFailures", "no bare-metal worker is failed");
   const details = failed.map((w) =>
     `worker ${w.name} attempt ${w.attemptCount ?? 0}, ${w.nextRetryTime ? `next retry ${w.nextRetryTime}` : "being removed"}`);
+  const next = failed.map((w) => w.nextRetryTime).filter((t): t is string => Boolean(t)).sort()[0];
   return cond(COND_WORKERS_FAILED, "True", "ProvisioningFailed",
-    `${failed.length} of ${Math.max(desired, failed.length)} bare-metal workers failed provisioning, retrying: ${details.join("; ")}`);
+    `${failed.length} of ${Math.max(desired, failed.length)} bare-metal workers failed provisioning` +
+    `${next ? `, earliest next retry ${next} (set ${RETRY_NOW_ANNOTATION} to a new value to retry now)` : ""}, retrying: ${details.join("; ")}`);
 }
 
 function findObserved(entry: WorkerStatus, bmis: readonly ObservedBmi[]): ObservedBmi | undefined {
@@ -271,20 +276,63 @@ function planManaged(snapshot: Snapshot): Plan {
     fence,
     events: dedupeEvents(ctx.events),
     requeueAt: requeueAt(ctx.nowMs, ctx.deadlines),
+    ...(ctx.createsDeferred > 0 ? { createsDeferred: ctx.createsDeferred } : {}),
   };
 }
 
 export const UNKNOWN_BMIS_MESSAGE =
   "the live BareMetalInstances are unknown (the fulfillment-service could not be listed); nothing is created or deleted until they can be listed";
 
-/** The plan of the order's mode, with the last update's outcome and what of its declarations exists. */
+/**
+ * The plan of the order's mode, with the last update's outcome and what of its declarations exists. A
+ * rollback pin replaces the requested counts of its node sets for planning; the status still reports
+ * the request (`desiredWorkers`) and says so in the Pinned condition.
+ */
 export function plan(snapshot: Snapshot): Plan {
-  const p = guardHostSafety(snapshot, planMode(snapshot));
-  const outcome = updateFailedCondition(snapshot);
-  if (outcome) {
-    p.status.conditions = mergeConditions(p.status.conditions, [outcome], toIso(snapshot.now.getTime()), snapshot.order.metadata.generation);
+  const pinned: Snapshot = snapshot.pin ? { ...snapshot, order: withPin(snapshot.order, snapshot.pin.counts) } : snapshot;
+  // A retry-now request acts only on a managed plan; otherwise it waits, not acted on.
+  const managed = !isDeleting(snapshot.order) && !isUnmanaged(snapshot.order) && snapshot.bmis !== undefined;
+  const retry = managed ? applyRetryNow(pinned) : { snapshot: pinned, events: [] };
+  const full = finish(snapshot, retry, guardHostSafety(retry.snapshot, planMode(retry.snapshot)));
+  if (full.paused) return full;
+  full.changes = plannedChanges(retry.snapshot, full);
+  // Change control: kinds the approval policy names wait, and with them the whole plan (it is approved by its fingerprint).
+  const gate = approvalGate(retry.snapshot, full);
+  const p = gate.waiting ? heldForApproval(snapshot, retry.snapshot, gate.condition.message) : full;
+  if (gate.waiting) p.approval = gate.waiting;
+  p.status.conditions = mergeConditions(p.status.conditions, [gate.condition], toIso(snapshot.now.getTime()), snapshot.order.metadata.generation);
+  p.events = [...p.events, ...gate.events];
+  const annotations = { ...p.annotations, ...gate.annotations };
+  if (Object.keys(annotations).length > 0) p.annotations = annotations;
+  return p;
+}
+
+/** A plan that waits for approval: it declares every live BMI as it is (nothing is created or deleted). */
+function heldForApproval(snapshot: Snapshot, planned: Snapshot, message: string): Plan {
+  const held = planPaused(planned, { reason: REASON_APPROVAL_REQUIRED, message }, [], snapshot.config.ignitionPollMs);
+  held.workers.push(...holdDeclarations(planned, held));
+  return finish(snapshot, { snapshot: planned, events: [] }, held);
+}
+
+/** What every plan gets: the retry-now record, the update outcome, the Pinned condition, the request as desired, presence. */
+function finish(snapshot: Snapshot, retry: RetryNow | { snapshot: Snapshot; events: PlannedEvent[] }, p: Plan): Plan {
+  if ("annotations" in retry && retry.annotations && !p.paused) {
+    p.annotations = retry.annotations;
+    p.events = [...retry.events, ...p.events];
   }
-  p.presence = presenceOf(snapshot, p);
+  const extra: ConditionInput[] = [];
+  const outcome = updateFailedCondition(snapshot);
+  if (outcome) extra.push(outcome);
+  // A paused plan changes no condition but its own; a deleted order's pin no longer matters.
+  if (!p.paused && !isDeleting(snapshot.order)) extra.push(pinnedCondition(snapshot.order, snapshot.pin));
+  if (extra.length > 0) {
+    p.status.conditions = mergeConditions(p.status.conditions, extra, toIso(snapshot.now.getTime()), snapshot.order.metadata.generation);
+  }
+  if (snapshot.pin) {
+    p.targetWorkers = p.status.desiredWorkers;
+    p.status.desiredWorkers = desiredWorkers(snapshot.order.spec.nodeRequests);
+  }
+  p.presence = presenceOf(retry.snapshot, p);
   return p;
 }
 

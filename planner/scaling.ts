@@ -3,7 +3,7 @@
 // slots are retired first, then slots not yet bound (newest first; they are not in the NodePool so CAPI
 // cannot pick them), and only the remainder is left to CAPI through the NodePool's replicas.
 import type { PlanContext, Work } from "./context";
-import { bmiMayExist, cloneEntry, hasIncarnation } from "./context";
+import { bmiMayExist, cloneEntry, hasIncarnation, takeCreate } from "./context";
 import { fabricInterfaceFor, newBmiName } from "./desired";
 import { EV_WORKER_CREATED, slotEvent } from "./events";
 import type { NodeSetSpec } from "./gates";
@@ -109,7 +109,7 @@ function scaleNodeSet(ctx: PlanContext, works: Work[], nodeSet: string, spec: No
     }
     if (bmiMayExist(w)) continue; // the failed BMI is deleted (and confirmed gone) before its replacement is created
     out.wantedCreates++;
-    if (creatable) {
+    if (creatable && takeCreate(ctx)) {
       moveTo(w.entry, "Provisioning");
       startAttempt(ctx, w.entry, spec, newBmiName(ctx.snapshot));
       fence(ctx, w);
@@ -119,7 +119,7 @@ function scaleNodeSet(ctx: PlanContext, works: Work[], nodeSet: string, spec: No
   for (const w of active) {
     if (w.drop || w.entry.phase !== "Provisioning" || hasIncarnation(w.entry)) continue;
     out.wantedCreates++;
-    if (creatable) {
+    if (creatable && takeCreate(ctx)) {
       const name = w.entry.bareMetalInstance?.name ?? newBmiName(ctx.snapshot);
       startAttempt(ctx, w.entry, spec, name);
       fence(ctx, w);
@@ -127,7 +127,7 @@ function scaleNodeSet(ctx: PlanContext, works: Work[], nodeSet: string, spec: No
   }
   const fresh = need - keep.length;
   out.wantedCreates += Math.max(0, fresh);
-  if (creatable) for (let i = 0; i < fresh; i++) out.created.push(newSlot(ctx, spec));
+  if (creatable) for (let i = 0; i < fresh; i++) if (takeCreate(ctx)) out.created.push(newSlot(ctx, spec));
 }
 
 /**

@@ -1,6 +1,8 @@
 // The planner's contract: a snapshot of everything observed about one ClusterOrder plus a clock in,
 // a plan (desired Pulumi resources, next status, events) out. No I/O crosses this boundary: the
 // the observer (io/observe.ts) builds a Snapshot, the program in index.ts declares what Plan asks for.
+import type { PlannedChange } from "./changeControl";
+import type { Pin } from "./pin";
 
 /** Phases of a worker slot (OSAC-2135 §3.1). */
 export type WorkerPhase =
@@ -186,7 +188,14 @@ export interface PlannerConfig {
   ignitionMaxBytes: number;
   /** Upper bound on numberOfNodes per node set (bad-input guard). */
   maxWorkersPerNodeSet: number;
+  /** Kinds of change that wait for `baremetal-workers approve` (planner/changeControl.ts); an order's annotation overrides. */
+  approvalRequired: ChangeKind[];
+  /** Most BMI creates in flight per order (Provisioning, WaitingForAgent); 0: no cap. */
+  maxCreatesInFlight: number;
 }
+
+/** What kind of change a planned BMI create or delete is (issue 17: change control by kind). */
+export type ChangeKind = "create" | "retry" | "retire" | "scaleDown" | "clusterDeletion" | "other";
 
 export interface Snapshot {
   now: Date;
@@ -220,6 +229,8 @@ export interface Snapshot {
   lastUpdate?: { ok: true } | { ok: false; reason: string; message: string };
   /** Consecutive fulfillment-service failures, including this observation's. */
   fulfillmentErrors: number;
+  /** A rollback pin (stack config `pin`): its counts replace the order's requested ones for planning. */
+  pin?: Pin;
   /** What kind of fulfillment failure the last one was (a refused token is not an outage). */
   fulfillmentErrorKind?: "Unavailable" | "Unauthenticated" | "PermissionDenied" | "Other";
   config: PlannerConfig;
@@ -324,6 +335,8 @@ export interface Plan {
     conditions: Condition[];
     phase?: string;
   };
+  /** The workers the plan works toward when a rollback pin makes it differ from status.desiredWorkers (the request). */
+  targetWorkers?: number;
   /** Create-only inputs of live BMIs that differ from the request; reported, never applied (I2). */
   drift?: WorkerDrift[];
   /** Which declared objects the observation did not find; part of the fingerprint, so `up` recreates them. */
@@ -333,4 +346,12 @@ export interface Plan {
   events: PlannedEvent[];
   /** When the loop should look again at the latest (backoff expiry, timeouts, polls). */
   requeueAt?: string;
+  /** Annotations of ours to record on the order with the status (null: remove): retry-now value acted on, plan waiting for approval. */
+  annotations?: Record<string, string | null>;
+  /** The BMI creates and deletes of the plan, each with its kind (planner/changeControl.ts); unset on a paused plan. */
+  changes?: PlannedChange[];
+  /** Creates the in-flight cap (config.maxCreatesInFlight) left for later passes. */
+  createsDeferred?: number;
+  /** Set when the plan waits for approval: the fingerprint `approve` must name and the changes that wait. */
+  approval?: { fingerprint: string; changes: PlannedChange[] };
 }

@@ -17,6 +17,7 @@ import { settings as programSideSettings } from "../config/settings";
 import { writeFence } from "../io/status";
 import { fingerprint } from "../planner";
 import { REASON_HOST_SAFETY_REFUSED } from "../planner/hostSafety";
+import { REASON_APPROVAL_REQUIRED } from "../planner/changeControl";
 import { parsePin } from "../planner/pin";
 
 export interface OrderProgramInput {
@@ -59,7 +60,7 @@ async function runOrderProgram({ env, handoff, clients }: OrderProgramInput): Pr
       throw new Error(`the fulfillment-service could not be read (${fulfillmentError}); ` +
         "nothing is created or deleted until its BareMetalInstances can be listed");
     }
-    if (plan.paused?.reason === REASON_HOST_SAFETY_REFUSED) {
+    if (plan.paused?.reason === REASON_HOST_SAFETY_REFUSED || plan.paused?.reason === REASON_APPROVAL_REQUIRED) {
       // The loop runs no update on this plan; a preview or a manual `up` must not either.
       throw new Error(plan.paused.message);
     }

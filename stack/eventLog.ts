@@ -1,5 +1,5 @@
-// The engine's event log (`pulumi up --event-log`, one JSON event per line): the change summary and
-// the root stack's outputs, read from the file instead of asking the CLI again after every update.
+// The engine's event log (`pulumi up|preview --event-log`, one JSON event per line): the change summary,
+// the root stack's outputs and every step, read from the file instead of asking the CLI again.
 import type { OpMap } from "@pulumi/pulumi/automation";
 
 /** Resource changes of an operation, always with the four counts the status and logs use. */
@@ -27,13 +27,28 @@ function opMapOf(v: unknown): OpMap {
   return out;
 }
 
+/** One step of the engine: what it does (or, in a preview, would do) to one resource. */
+export interface EngineStep {
+  urn: string;
+  /** The engine's operation: same, create, update, delete, replace, refresh, read, … */
+  op: string;
+}
+
+export interface EventLogSummary {
+  changes: OpMap | undefined;
+  outputs: Record<string, unknown>;
+  /** Every step, in the order the engine began them (one resourcePreEvent per step). */
+  steps: EngineStep[];
+}
+
 /**
- * The change summary and the root stack's outputs from an engine event log.
+ * The change summary, the root stack's outputs and the steps of an engine event log.
  * Secret outputs appear masked in events; they are reported as "[secret]".
  */
-export function summarizeEventLog(text: string): { changes: OpMap | undefined; outputs: Record<string, unknown> } {
+export function summarizeEventLog(text: string): EventLogSummary {
   let changes: OpMap | undefined;
   const outputs: Record<string, unknown> = {};
+  const steps: EngineStep[] = [];
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     let ev: unknown;
@@ -44,11 +59,13 @@ export function summarizeEventLog(text: string): { changes: OpMap | undefined; o
     }
     if (!isObject(ev)) continue;
     if (isObject(ev.summaryEvent)) changes = opMapOf(ev.summaryEvent.resourceChanges);
+    const pre = isObject(ev.resourcePreEvent) ? ev.resourcePreEvent.metadata : undefined;
+    if (isObject(pre) && typeof pre.urn === "string" && typeof pre.op === "string") steps.push({ urn: pre.urn, op: pre.op });
     const md = isObject(ev.resOutputsEvent) ? ev.resOutputsEvent.metadata : undefined;
     if (isObject(md) && md.type === "pulumi:pulumi:Stack") {
       const news = isObject(md.new) && isObject(md.new.outputs) ? md.new.outputs : {};
       for (const [k, v] of Object.entries(news)) outputs[k] = v === "[secret]" ? "[secret]" : v;
     }
   }
-  return { changes, outputs };
+  return { changes, outputs, steps };
 }

@@ -150,16 +150,17 @@ export interface RunProgram {
 }
 
 /**
- * The program of one `pulumi up|destroy`: served from this process when `inline` is set (an `up` only), else
- * the on-disk program, to which the observation goes as a handoff file in the run's private directory.
- * Either way the program gets the same validated document (io/handoff.ts).
+ * The program of one `pulumi up|preview|destroy`: served from this process when `inline` is set (not for a
+ * destroy, which runs no program), else the on-disk program, to which an `up`'s observation goes as a
+ * handoff file in the run's private directory. Either way the program gets the same validated document
+ * (io/handoff.ts); a preview gets none and observes for itself, as an admin's `pulumi preview` does.
  */
 export async function programOfRun(o: {
-  command: "up" | "destroy"; inline?: (handoff: HandoffSource | undefined) => PulumiProgram;
+  command: "up" | "destroy" | "preview"; inline?: (handoff: HandoffSource | undefined) => PulumiProgram;
   observation?: Observation; ref?: OrderRef; privateDir: string;
 }): Promise<RunProgram> {
   const handed = o.command === "up" && o.observation && o.ref ? { ref: o.ref, observation: o.observation } : undefined;
-  if (o.command === "up" && o.inline) {
+  if (o.command !== "destroy" && o.inline) {
     const served = await serveProgram(o.inline(handed ? { encoded: encodeHandoff(handed.ref, handed.observation) } : undefined));
     return { args: served.args, env: {}, close: served.close, run: (cli, signal) => interruptedOnFailure(served, cli, signal) };
   }

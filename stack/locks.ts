@@ -132,6 +132,15 @@ export function stateDirOf(backendUrl: string): string | undefined {
   return path.resolve(rest);
 }
 
+/**
+ * Whether a file backend holds a checkpoint of the stack. Only this stack's file is looked for: `pulumi stack
+ * ls` parses every stack's checkpoint, so one corrupted file would fail the reconcile of every other order.
+ */
+export function checkpointExists(stateDir: string, project: string, stack: string): boolean {
+  const dirs = [path.join(stateDir, ".pulumi", "stacks", project), path.join(stateDir, ".pulumi", "stacks")];
+  return dirs.some((d) => [".json", ".json.gz"].some((ext) => fs.existsSync(path.join(d, `${stack}${ext}`))));
+}
+
 export function stackLockDir(stateDir: string, project: string, stack: string): string {
   return path.join(stateDir, ".pulumi", "locks", "organization", project, stack);
 }

@@ -1,7 +1,7 @@
 // What the stack manager's operations take and return.
 import type { OpMap, UpdateResult } from "@pulumi/pulumi/automation";
 import type { Observation } from "../io/observe";
-import type { ChangeCounts } from "./eventLog";
+import type { ChangeCounts, EngineStep } from "./eventLog";
 import type { LockSweep, PendingOperation } from "./locks";
 
 export interface OperationResult {
@@ -27,6 +27,10 @@ export interface PreviewResult {
   changeSummary: OpMap;
   /** Human-readable diff (`pulumi preview --diff`, no colour). */
   stdout: string;
+  /** Every step the preview shows, refresh steps included: what the next `up` does when nothing changes before it. */
+  steps: EngineStep[];
+  /** The stack outputs the program declared (its plan's `fingerprint` among them). */
+  outputs: Record<string, unknown>;
 }
 
 export interface StackState {

@@ -20,12 +20,12 @@ import type { HandoffSource } from "../io/handoff";
 import { stackName } from "../planner/names";
 import { NotLeaderError } from "../lib/notLeader";
 import { repairBlobAttrs } from "./blobAttrs";
-import { changeCounts, summarizeEventLog } from "./eventLog";
+import { changeCounts, type EngineStep, summarizeEventLog } from "./eventLog";
 import { type HistoryEntry, oneLine, readHistory } from "./history";
 import { KeyedMutex } from "./keyedMutex";
 import { type LeaseOwner, LeaderProcesses } from "./leaderProcesses";
 import { backendUrlOf, historyRetentionOf, type StackManagerOptions } from "./managerOptions";
-import { clearStaleLocks, resolvePendingOperations, StaleLockPolicy, stateDirOf } from "./locks";
+import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockPolicy, stateDirOf } from "./locks";
 import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
 import { programDigest } from "./programDigest";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
@@ -146,12 +146,7 @@ export class StackManager {
   async stackExists(ref: OrderRef): Promise<boolean> {
     const name = this.stackName(ref);
     const stateDir = stateDirOf(this.backendUrl);
-    if (stateDir) {
-      // Look for this stack's checkpoint only: `pulumi stack ls` parses every stack's checkpoint, so one
-      // corrupted file would fail the reconcile of every other ClusterOrder too.
-      const dirs = [path.join(stateDir, ".pulumi", "stacks", this.projectName), path.join(stateDir, ".pulumi", "stacks")];
-      return dirs.some((d) => [".json", ".json.gz"].some((ext) => fs.existsSync(path.join(d, `${name}${ext}`))));
-    }
+    if (stateDir) return checkpointExists(stateDir, this.projectName, name);
     const ws = await this.ws();
     const list = await ws.listStacks();
     return list.some((s) => s.name === name || s.name.endsWith(`/${name}`));
@@ -186,7 +181,7 @@ export class StackManager {
    * by `npm run bench`: ~0.9 s and three processes per update), while the event log already holds the
    * change summary and the stack's outputs (secret values are "[secret]").
    */
-  async up(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult & { outputs: Record<string, unknown> }> {
+  async up(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult & { outputs: Record<string, unknown>; steps: EngineStep[] }> {
     const stack = await this.ensureStack(ref);
     return this.perStack.run(stack.name, async () => {
       this.assertLeading("up", stack.name);
@@ -199,11 +194,14 @@ export class StackManager {
     });
   }
 
-  /** The changes `up` would make, as a readable diff. Takes no lock and writes no state. */
+  /**
+   * What the next `up` would do: `pulumi preview --refresh` of the program `up` runs, as the `--diff` display and
+   * as steps. No handoff: the program observes for itself, as in an admin's `pulumi preview`. Writes no state.
+   */
   async preview(ref: OrderRef, opts: { onOutput?: (chunk: string) => void; signal?: AbortSignal } = {}): Promise<PreviewResult> {
     const stack = await this.ensureStack(ref);
-    const r = await stack.preview({ diff: true, color: "never", onOutput: opts.onOutput, signal: opts.signal, parallel: this.parallelism });
-    return { changeSummary: r.changeSummary, stdout: r.stdout };
+    const r = await this.runWithEventLog("preview", stack.name, { ...opts, refresh: true }, ref);
+    return { changeSummary: r.opMap ?? {}, stdout: r.stdout, steps: r.steps, outputs: r.outputs };
   }
 
   async refresh(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult> {
@@ -228,29 +226,30 @@ export class StackManager {
     });
   }
 
-  /** `pulumi up|destroy` with an engine event log, which then gives the change summary and the stack's outputs. */
-  private async runWithEventLog(command: "up" | "destroy", stackName: string, opts: OperationOptions, ref?: OrderRef) {
+  /** `pulumi up|destroy|preview` with an engine event log, which then gives the change summary, the stack's outputs and the steps. */
+  private async runWithEventLog(command: "up" | "destroy" | "preview", stackName: string, opts: OperationOptions, ref?: OrderRef) {
     const t0 = Date.now();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bmw-${command}-`));
     const eventLog = path.join(dir, "events.jsonl");
-    const args = [command, "--yes", "--skip-preview", "--color", "never", "--event-log", eventLog];
+    const args = command === "preview" ? [command, "--diff"] : [command, "--yes", "--skip-preview"];
+    args.push("--color", "never", "--event-log", eventLog);
     if (opts.message) args.push("--message", oneLine(opts.message));
-    if (command === "up" && opts.refresh) args.push("--refresh");
+    if (command !== "destroy" && opts.refresh) args.push("--refresh");
     if (this.parallelism) args.push("--parallel", String(this.parallelism));
     args.push("--stack", stackName, "--non-interactive");
     let program: RunProgram | undefined;
     try {
       program = await programOfRun({ command, inline: this.inlineProgram, observation: opts.observation, ref, privateDir: dir });
       const run = program;
-      await run.run((signal) => this.runCli(stackName, [...args, ...run.args], { ...opts, signal }, run.env), opts.signal);
-      const { changes, outputs } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
-      return { summary: "succeeded" as const, changes: changeCounts(changes), durationMs: Date.now() - t0, outputs };
+      const stdout = await run.run((signal) => this.runCli(stackName, [...args, ...run.args], { ...opts, signal }, run.env), opts.signal);
+      const { changes, outputs, steps } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
+      return { summary: "succeeded" as const, changes: changeCounts(changes), opMap: changes, durationMs: Date.now() - t0, outputs, steps, stdout };
     } catch (err) {
       throw this.lostLeadership(err, command, stackName);
     } finally {
       program?.close();
       fs.rmSync(dir, { recursive: true, force: true });
-      await this.pruneState(stackName);
+      if (command !== "preview") await this.pruneState(stackName);
     }
   }
 
@@ -366,7 +365,7 @@ export class StackManager {
   /** Runs a pulumi command on a stack as a tracked process (see LeaderProcesses.track). */
   private runCli(stackName: string, args: string[], opts: OperationOptions, programEnv: Record<string, string> = {}): Promise<string> {
     try {
-      this.assertLeading(`pulumi ${args[0]}`, stackName);
+      if (args[0] !== "preview") this.assertLeading(`pulumi ${args[0]}`, stackName); // a preview only looks
     } catch (err) {
       return Promise.reject(err);
     }
@@ -375,7 +374,6 @@ export class StackManager {
       onSpawn: (child) => this.processes.track(stackName, child, this.owner),
     });
   }
-
 
   /** Applies the history retention after an operation (file backend only) and re-measures the stack's size. */
   private async pruneState(stackName: string): Promise<void> {

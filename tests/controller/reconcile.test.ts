@@ -108,7 +108,7 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
         return destroy(ref);
       },
       removeStack: async () => undefined,
-      pinnedNodeSets: async () => undefined,
+      pin: async () => undefined,
       programDigest: () => "stand-in",
     };
     return { ...app.reconcileDeps(), stacks, progressReportMs: 0 };

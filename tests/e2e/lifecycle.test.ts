@@ -178,7 +178,7 @@ describe("the reconciler on the lab", () => {
       // The loop would do nothing, and the preview of the stack says exactly that.
       const p = await cli(env, ["preview", `${ns}/${name}`, "--output", "json"]);
       expect(p.code).toBe(0);
-      const summary = JSON.parse(p.stdout.trim().split("\n").pop()!) as Record<string, number>;
+      const { changes: summary } = JSON.parse(p.stdout.trim().split("\n").pop()!) as { changes: Record<string, number> };
       assertSummaryKeepsHosts(summary);
       expect(summary.create ?? 0).toBe(0);
       expect(summary.delete ?? 0).toBe(0);

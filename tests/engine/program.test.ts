@@ -1,6 +1,9 @@
 // The program on the real engine and the lab (issue 5): `up` creates the BMIs of a 3-worker ClusterOrder,
 // an `up` with nothing new changes nothing, a scale change gives the expected preview diff, and the
 // workers reach Ready through the reconcile path.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { App } from "../../controller/app";
 import { reconcileOrder, refreshOffset } from "../../controller/reconcile";
@@ -10,6 +13,8 @@ import { Filter } from "../../clients/fulfillment";
 import { eventuallyPasses } from "../support/eventually";
 import { startTestLab, type TestLab } from "../support/labEnv";
 import { assertNoBmiReplace } from "../support/previewCheck";
+import { summarizeEventLog } from "../../stack/eventLog";
+import { describeStepDifference, stepDifference } from "../../stack/stepParity";
 
 jest.setTimeout(600_000);
 
@@ -165,19 +170,27 @@ describe("the program of one ClusterOrder's stack", () => {
     expect((await app.kube.getClusterOrder(ref.namespace, ref.name))!.status?.workers).toHaveLength(3);
   });
 
-  it("is the same stack an admin previews with plain `pulumi preview`", async () => {
+  it("is the same stack an admin previews with plain `pulumi preview`, which refreshes first and shows the same steps", async () => {
     const { execFile } = await import("node:child_process");
     const env = { ...process.env, ...app.stacks.pulumiEnvironment() };
+    const eventLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "bmw-admin-preview-")), "events.jsonl");
+    // No --refresh: the project (Pulumi.yaml `options.refresh: always`) makes a plain preview refresh.
     const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile("pulumi", ["preview", "--stack", app.stacks.stackName(ref), "--diff", "--non-interactive", "--color", "never"],
+      execFile("pulumi", ["preview", "--stack", app.stacks.stackName(ref), "--diff", "--non-interactive", "--color", "never", "--event-log", eventLog],
         { cwd: app.stacks.workDir, env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
           resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
     });
     expect({ code: out.code, stderr: out.stderr.slice(-1000) }).toMatchObject({ code: 0 });
     expect(assertNoBmiReplace(out.stdout).map((s) => s.op)).toContain("create");
-    // The pending scale-up of the previous test, exactly as the Automation API preview showed it.
+    // The pending scale-up of the previous test, exactly as the product's preview shows it.
     expect(out.stdout).toContain("baremetal-workers:BareMetalInstance");
     expect(out.stdout).toMatch(/\+ 2 to create/);
+    const admin = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
+    const bmis = admin.steps.filter((s) => s.urn.includes("BareMetalInstance"));
+    expect(bmis.filter((s) => s.op === "refresh").length).toBe(3); // every BMI was read first
+    const ours = await app.preview(ref);
+    expect(describeStepDifference(stepDifference(admin.steps, ours.steps))).toBe("the same steps");
+    expect(admin.outputs.fingerprint).toBe(ours.outputs.fingerprint);
   });
 
   it("status reports during an update leave the program's fence alone: a scale-up creates its BMI in one update", async () => {

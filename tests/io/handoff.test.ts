@@ -158,14 +158,18 @@ describe("the observation handoff", () => {
     expect(created.every((w) => w.bmi.userData === IGNITION)).toBe(true);
   });
 
-  it("plans from the order the reconciler left (its rollback pin, rejections, error count) and applies the pin idempotently", async () => {
+  it("plans from what the reconciler left (rejections, error count) with the program's own rollback pin, as the reconciler planned", async () => {
     const obs = observation(18, 20);
-    const pinned: Observation = { ...obs, snapshot: { ...obs.snapshot, fulfillmentErrors: 0, lastUpdate: { ok: false, reason: "UpdateFailed", message: "m" },
-      order: { ...obs.snapshot.order, spec: { ...obs.snapshot.order.spec, nodeRequests: [bmRequest("compute", 19)] } } } };
-    const c = programDeps(pinned.snapshot.order, pinned);
-    const r = await programPlan(c.deps, REF, { file: handoffFile(pinned) }, { compute: 19 });
-    expect(r.plan).toEqual(reconcilerPlan(pinned));
-    expect(r.plan.fence).toHaveLength(1);
+    const pin = { counts: { compute: 19 }, update: 4 };
+    const left: Observation = { ...obs, snapshot: { ...obs.snapshot, fulfillmentErrors: 0, lastUpdate: { ok: false, reason: "UpdateFailed", message: "m" }, pin } };
+    const c = programDeps(left.snapshot.order, left);
+    const r = await programPlan(c.deps, REF, { file: handoffFile(left) }, pin);
+    expect(r.plan).toEqual(reconcilerPlan(left));
+    expect(r.plan.fence).toHaveLength(1); // 18 → 19, the pin's count, not the request's 20
+    expect(r.plan.status.desiredWorkers).toBe(20); // the request is still reported
+    expect(r.plan.targetWorkers).toBe(19);
+    // The program's stack config is the authority: a pin in the handoff is not applied without it.
+    expect((await programPlan(programDeps(left.snapshot.order, left).deps, REF, { file: handoffFile(left) }, undefined)).plan.fence).toHaveLength(2);
   });
 
   it("is stale once the order moved past the handed-off resourceVersion: the program observes for itself", async () => {

@@ -18,6 +18,8 @@ describe("planner config", () => {
       ignitionWarnBytes: 49_152,
       ignitionMaxBytes: 65_536,
       maxWorkersPerNodeSet: 100,
+      approvalRequired: ["other"],
+      maxCreatesInFlight: 0,
     });
   });
 
@@ -41,6 +43,10 @@ describe("planner config", () => {
     ["BMW_IGNITION_WARN_BYTES", "1024", "ignitionWarnBytes", 1024],
     ["BMW_IGNITION_MAX_BYTES", "60000", "ignitionMaxBytes", 60000],
     ["BMW_MAX_WORKERS_PER_NODE_SET", "12", "maxWorkersPerNodeSet", 12],
+    ["BMW_APPROVAL_REQUIRED", "scaleDown, retire,scaleDown", "approvalRequired", ["scaleDown", "retire"]],
+    ["BMW_APPROVAL_REQUIRED", "none", "approvalRequired", []],
+    ["BMW_MAX_CREATES_IN_FLIGHT", "3", "maxCreatesInFlight", 3],
+    ["BMW_MAX_CREATES_IN_FLIGHT", "0", "maxCreatesInFlight", 0],
   ])("%s=%s overrides %s", (variable, value, field, expected) => {
     const config = plannerConfigFromEnv({ [variable]: value });
     expect(config[field as keyof typeof config]).toEqual(expected);
@@ -63,6 +69,9 @@ describe("planner config", () => {
     ["BMW_RESOURCE_BACKOFF_MS", "5min"],
     ["BMW_UNAVAILABLE_THRESHOLD", "three"],
     ["BMW_IGNITION_MAX_BYTES", "70000"],
+    ["BMW_APPROVAL_REQUIRED", "scaledown"],
+    ["BMW_APPROVAL_REQUIRED", ""],
+    ["BMW_MAX_CREATES_IN_FLIGHT", "-1"],
   ])("%s=%j is rejected with an error naming the variable", (variable, value) => {
     expect(() => plannerConfigFromEnv({ [variable]: value })).toThrow(variable);
   });

@@ -167,7 +167,8 @@ describe("conditions (§3.3)", () => {
     const c = conditionOf(p, "WorkersFailed");
     expect(c).toMatchObject({ status: "True", reason: "ProvisioningFailed", observedGeneration: 3, lastTransitionTime: iso(0) });
     expect(c?.message).toBe(
-      `2 of 5 bare-metal workers failed provisioning, retrying: worker f1 attempt 2, next retry ${iso(MIN)}; worker f2 attempt 1, next retry ${iso(2 * MIN)}`);
+      `2 of 5 bare-metal workers failed provisioning, earliest next retry ${iso(MIN)} (set osac.openshift.io/retry-now to a new value to retry now), ` +
+      `retrying: worker f1 attempt 2, next retry ${iso(MIN)}; worker f2 attempt 1, next retry ${iso(2 * MIN)}`);
   });
 
   test("lastTransitionTime is kept while the status is unchanged and moves when it flips", () => {
@@ -187,7 +188,7 @@ describe("conditions (§3.3)", () => {
     expect(p.status.conditions.map((c) => c.type)).toEqual([
       "WorkersFailed", "InfraEnvReady", "RHCOSImageNotFound", "FulfillmentServiceUnavailable", "InvalidNodeRequest",
       "ClusterNotReady", "AgentMatchAmbiguous", "NodePoolUnmapped", "Managed", "CatalogItemNotFound", "WorkerSpecDrift",
-      "HostSafetyRefused",
+      "HostSafetyRefused", "Pinned", "ApprovalRequired",
     ]);
   });
 });

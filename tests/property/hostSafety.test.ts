@@ -22,7 +22,10 @@ import { ORDER_LABEL, WORKER_NAME_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { runDir, PROGRAM_PROCESS_IN_JEST } from "../support/env";
 import { productEnv } from "../support/labEnv";
-import { assertNoBmiReplace, BMI_TYPE, previewWithEvents } from "../support/previewCheck";
+import { assertNoBmiReplace, BMI_TYPE } from "../support/previewCheck";
+import { PreviewParity } from "../support/parity";
+import type { ReconcileResult } from "../../controller/reconcileDeps";
+import type { PreviewResult } from "../../stack/operations";
 
 const SEED = Number(process.env.BMW_PROPERTY_SEED ?? (Date.now() % 2_147_483_647));
 const RUNS = Number(process.env.BMW_PROPERTY_RUNS ?? 2);
@@ -137,6 +140,8 @@ describe("host safety under random edits and list faults (property)", () => {
   let api: k8s.CustomObjectsApi;
   let run = 0;
   const log: string[] = [];
+  /** Issue 17: each fault-free step's preview is also held to what its reconcile did. */
+  const parity = new PreviewParity();
   const note = (s: string) => {
     log.push(s);
     process.stdout.write(`[property] ${s}\n`);
@@ -308,33 +313,37 @@ describe("host safety under random edits and list faults (property)", () => {
     if (dupEntries.length) o.violations.push(`${what}: one BMI in two status entries: ${dupEntries.join(", ")}`);
   }
 
-  /** The preview before a reconcile: no BMI replaced; no delete but of BMIs that are not protected or were released. */
-  /** `liveNames`: the order's live BMIs, listed before any fault is installed (the faults apply to every List). */
-  async function checkedPreview(o: Order, order: ClusterOrder, what: string, liveNames: string[]): Promise<void> {
+  /**
+   * The preview before a reconcile (`baremetal-workers preview`: refreshes, then shows the steps): no BMI
+   * replaced; no delete but of BMIs that are not protected or were released. Undefined if it failed.
+   * `liveNames`: the order's live BMIs, listed before any fault is installed (the faults apply to every List).
+   */
+  async function checkedPreview(o: Order, order: ClusterOrder, what: string, liveNames: string[]): Promise<PreviewResult | undefined> {
     const keep = new Set([...protectedBmis(order)].filter(([id]) => !o.released.has(id)).map(([, w]) => w.name));
     const expectedDeletes = liveNames.filter((n) => !keep.has(n));
-    let p: Awaited<ReturnType<typeof previewWithEvents>>;
+    let p: PreviewResult;
     try {
-      p = await previewWithEvents(app.stacks, o.ref);
+      p = await app.preview(o.ref);
     } catch (e) {
       // A preview under a fault may fail (the program's observation fails closed): nothing to check then.
       note(`  ${what}: preview failed: ${firstError(e)}`);
-      return;
+      return undefined;
     }
     try {
-      assertNoBmiReplace(p, { expectedDeletes });
+      assertNoBmiReplace({ steps: p.steps }, { expectedDeletes });
     } catch (e) {
       o.violations.push(`${what}: ${(e as Error).message.split("\n")[0]}`);
     }
+    return p;
   }
 
   /** One reconcile; a failed one (a fault, a refusal that fails closed) is a result, not an error of the test. */
-  async function reconcileOnce(o: Order): Promise<string> {
+  async function reconcileOnce(o: Order): Promise<{ text: string; result?: ReconcileResult }> {
     try {
       const r = await app.reconcile(o.ref);
-      return r.action + (r.up ? ` ${JSON.stringify(r.up.changes)}` : "") + (r.message ? ` (${r.message.slice(0, 120)})` : "");
+      return { text: r.action + (r.up ? ` ${JSON.stringify(r.up.changes)}` : "") + (r.message ? ` (${r.message.slice(0, 120)})` : ""), result: r };
     } catch (e) {
-      return `failed: ${firstError(e)}`;
+      return { text: `failed: ${firstError(e)}` };
     }
   }
 
@@ -363,10 +372,11 @@ describe("host safety under random edits and list faults (property)", () => {
     const order = await get(o);
     await noteReleases(o, order);
     const before = protectedBmis(order);
-    if (preview) await checkedPreview(o, order, what, (await liveBmis(o)).map((b) => b.metadata?.name ?? ""));
-    const result = await reconcileOnce(o);
+    const p = preview ? await checkedPreview(o, order, what, (await liveBmis(o)).map((b) => b.metadata?.name ?? "")) : undefined;
+    const { text, result } = await reconcileOnce(o);
+    if (preview) parity.record(what, p, result);
     await afterReconcile(o, before, what);
-    return result;
+    return text;
   }
 
   function settled(order: ClusterOrder): boolean {
@@ -494,11 +504,13 @@ describe("host safety under random edits and list faults (property)", () => {
           const did = await applyEdit(o, step.edit);
           const live = await liveBmis(o);
           const faulted = step.fault ? await installFault(step.fault, live.map((b) => b.id)) : false;
-          await checkedPreview(o, await get(o), what, live.map((b) => b.metadata?.name ?? ""));
-          const result = await reconcileOnce(o);
+          const p = await checkedPreview(o, await get(o), what, live.map((b) => b.metadata?.name ?? ""));
+          const { text, result } = await reconcileOnce(o);
+          // Under a fault the preview and the update see different answers: parity holds "when nothing changes in between".
+          const held = faulted ? "" : ` — ${parity.record(what, p, result)}`;
           await afterReconcile(o, before, what);
           if (step.edit.kind === "securityGroups" && !step.fault) await checkDriftReported(o, before, step.edit.groups, what);
-          note(`  ${what}${step.fault && !faulted ? " (fault unsupported here)" : ""}: ${did} → ${result}`);
+          note(`  ${what}${step.fault && !faulted ? " (fault unsupported here)" : ""}: ${did} → ${text}${held}`);
         }
         // The sequence runs on after a violation: what it goes on to do (hosts really deleted) is the evidence.
         {
@@ -519,5 +531,8 @@ describe("host safety under random edits and list faults (property)", () => {
       { seed: SEED, numRuns: RUNS + EXAMPLES.length, endOnFailure: process.env.BMW_PROPERTY_SHRINK !== "1", verbose: 1, examples: EXAMPLES },
     );
     note(`${sequences} sequences, ${steps} steps in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    note(parity.summary());
+    expect(parity.mismatches).toEqual([]);
+    expect(parity.cases).toBeGreaterThan(0);
   });
 });

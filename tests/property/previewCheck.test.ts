@@ -50,6 +50,15 @@ describe("the preview check", () => {
     expect(() => assertNoBmiReplace({ events: [event("delete", "co-old")] }, { expectedDeletes: ["co-old"] })).not.toThrow();
   });
 
+  it("reads the steps of an event log the same way", () => {
+    for (const op of ["replace", "create-replacement", "delete-replaced"]) {
+      expect(() => assertNoBmiReplace({ steps: [{ op, urn: urn("co-a1b2") }] })).toThrow(new RegExp(`${op} co-a1b2`));
+    }
+    expect(() => assertNoBmiReplace({ steps: [{ op: "replace", urn: urn("co-ie", "kubernetes:agent-install.openshift.io/v1beta1:InfraEnv") }] })).not.toThrow();
+    expect(() => assertNoBmiReplace({ steps: [{ op: "delete", urn: urn("co-old") }] }, { expectedDeletes: ["co-old"] })).not.toThrow();
+    expect(() => assertNoBmiReplace({ steps: [{ op: "delete", urn: urn("co-old") }] })).toThrow(/delete co-old/);
+  });
+
   it("on a bare change summary, fails on any replacement and on more deletes than expected", () => {
     expect(() => assertSummaryKeepsHosts({ same: 7 })).not.toThrow();
     expect(() => assertSummaryKeepsHosts({ same: 6, replace: 1 })).toThrow(/replace/);

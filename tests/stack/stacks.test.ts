@@ -113,8 +113,14 @@ describe("StackManager on a file backend", () => {
 
     await sb.manager.importStack(ORDER, before);
     expect(resourcesOfType((await sb.manager.exportStack(ORDER)).deployment, RECORD_TYPE).map((r) => r.id).sort()).toEqual(["a", "b"]);
-    // the restored state believes b exists; the desired set does not have it, so preview deletes it
-    expect((await sb.manager.preview(ORDER)).changeSummary).toEqual({ same: 2, delete: 1 });
+    // The restored state believes b exists, but a preview refreshes first (as `up --refresh` does): b is
+    // gone, so there is nothing to delete.
+    const p = await sb.manager.preview(ORDER);
+    expect(p.changeSummary).toEqual({ same: 2 });
+    const steps = p.steps.map((s) => `${s.op} ${s.urn.slice(s.urn.lastIndexOf("::") + 2)}`);
+    expect(steps).toEqual(expect.arrayContaining(["refresh a", "refresh b", "same a"]));
+    expect(steps.filter((s) => / b$/.test(s))).toEqual(["refresh b"]);
+    expect(p.outputs).toEqual({ clusterOrder: KEY, recordCount: 1 });
   });
 
   it("destroy deletes every resource, then removeStack removes the stack and its config", async () => {

@@ -4,8 +4,7 @@
 // engine's events (exact), the `--diff` text of `pulumi preview` / the Automation API, or the change
 // summary the `preview --output json` CLI prints (counts only).
 import type { EngineEvent, OpMap, OpType } from "@pulumi/pulumi/automation";
-import type { StackManager } from "../../stack/stacks";
-import type { OrderRef } from "../../io/observe";
+import type { EngineStep } from "../../stack/eventLog";
 
 /** The BMI's type token: a dynamic resource of module `baremetal-workers` (providers/bareMetalInstance.ts). */
 export const BMI_TYPE = "pulumi-nodejs:dynamic/baremetal-workers:BareMetalInstance";
@@ -32,6 +31,7 @@ export interface PreviewCheckOptions {
 
 /** A preview in any of the shapes the suites see. */
 export type PreviewLike =
+  | { steps: EngineStep[]; stdout?: string; changeSummary?: OpMap }
   | { events: EngineEvent[]; stdout?: string; changeSummary?: OpMap }
   | { stdout: string; changeSummary?: OpMap }
   | string;
@@ -47,6 +47,17 @@ export function bmiStepsFromEvents(events: EngineEvent[]): BmiStep[] {
     out.push({ op: m.op, urn: m.urn, name: nameOf(m.urn), keys: m.keys });
   }
   return out;
+}
+
+/** The type of a URN (`urn:pulumi:<stack>::<project>::<parent types $ ...>$<type>::<name>`). */
+function typeOfUrn(urn: string): string {
+  const qualified = urn.split("::")[2] ?? "";
+  return qualified.slice(qualified.lastIndexOf("$") + 1);
+}
+
+/** The BMI steps among the steps of an engine event log (StackManager.preview and up report them). */
+export function bmiStepsFromSteps(steps: EngineStep[]): BmiStep[] {
+  return steps.filter((s) => typeOfUrn(s.urn) === BMI_TYPE).map((s) => ({ op: s.op, urn: s.urn, name: nameOf(s.urn) }));
 }
 
 /**
@@ -86,7 +97,9 @@ function describe(steps: BmiStep[]): string {
 /** Throws, naming every offending step, when the preview replaces a BMI or deletes one not expected. */
 export function assertNoBmiReplace(preview: PreviewLike, opts: PreviewCheckOptions = {}): BmiStep[] {
   const text = typeof preview === "string" ? preview : preview.stdout ?? "";
-  const steps = typeof preview !== "string" && "events" in preview ? bmiStepsFromEvents(preview.events) : bmiStepsFromText(text);
+  const steps = typeof preview === "string" ? bmiStepsFromText(text)
+    : "steps" in preview ? bmiStepsFromSteps(preview.steps)
+      : "events" in preview ? bmiStepsFromEvents(preview.events) : bmiStepsFromText(text);
   const bad = forbiddenBmiSteps(steps, opts);
   if (bad.length > 0) throw new Error(`the preview would take a live BareMetalInstance away: ${describe(bad)}\n${text.slice(-4000)}`);
   return steps;
@@ -104,15 +117,4 @@ export function assertSummaryKeepsHosts(summary: OpMap | Record<string, number>,
   if (replaced.length > 0 || deletes > (opts.expectedDeleteCount ?? 0)) {
     throw new Error(`the preview would replace or delete resources: ${JSON.stringify(summary)} (expected at most ${opts.expectedDeleteCount ?? 0} deletes)`);
   }
-}
-
-/**
- * A preview of the order's stack through the Automation API with its engine events, exactly what
- * `StackManager.preview` runs, so the check can be made per step rather than on the display text.
- */
-export async function previewWithEvents(stacks: StackManager, ref: OrderRef): Promise<{ events: EngineEvent[]; stdout: string; changeSummary: OpMap }> {
-  const stack = await stacks.ensureStack(ref);
-  const events: EngineEvent[] = [];
-  const r = await stack.preview({ diff: true, color: "never", onEvent: (e) => events.push(e) });
-  return { events, stdout: r.stdout, changeSummary: r.changeSummary };
 }

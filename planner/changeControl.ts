@@ -1,0 +1,138 @@
+// Change control by kind (issue 17, point 2). Every BMI create and delete a plan makes is classified; the
+// kinds an approval policy names (the reconciler's setting, or the order's own annotation) wait for
+// `baremetal-workers approve`, which approves exactly the plan that waits, by its fingerprint: a plan that
+// changed since is not approved. A waiting plan is a paused one (it declares what is there and changes
+// nothing) that lists what waits in the ApprovalRequired condition.
+import { cond, COND_APPROVAL_REQUIRED, type ConditionInput } from "./conditions";
+import { CHANGE_KINDS, parseChangeKinds } from "./config";
+import { orderEvent } from "./events";
+import { fingerprint } from "./fingerprint";
+import { isDeleting } from "./management";
+import { labelledAgent } from "./correlation";
+import { desiredBinding, desiredBmi } from "./desired";
+import type { ChangeKind, DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerStatus } from "./types";
+
+/** An order's own policy: "none" or a comma-separated list of kinds; it replaces the reconciler's setting. */
+export const APPROVAL_REQUIRED_ANNOTATION = "osac.openshift.io/approval-required";
+/** The fingerprint of the plan an operator approved (written by `baremetal-workers approve`). */
+export const APPROVED_PLAN_ANNOTATION = "osac.openshift.io/approved-plan";
+/** Ours: the fingerprint of the plan that waits, so that `approve` can check it is still the one. */
+export const PENDING_PLAN_ANNOTATION = "osac.openshift.io/approval-pending";
+export const REASON_APPROVAL_REQUIRED = "ApprovalRequired";
+export const EV_APPROVAL_REQUIRED = "ApprovalRequired";
+
+export interface PlannedChange {
+  kind: ChangeKind;
+  op: "create" | "delete";
+  slot: string;
+  nodeSet: string;
+  bmi: string;
+}
+
+function liveBmiOf(entry: WorkerStatus, bmis: readonly ObservedBmi[]): ObservedBmi | undefined {
+  const id = entry.bareMetalInstance?.id;
+  const name = entry.bareMetalInstance?.name;
+  const b = id ? bmis.find((x) => x.id === id) : name ? bmis.find((x) => x.name === name) : undefined;
+  return b && b.state !== "Deleting" ? b : undefined;
+}
+
+/** Why a live BMI leaves the declared set, from the phase its worker had when the plan was made. */
+function deleteKind(snapshot: Snapshot, prev: WorkerStatus): ChangeKind {
+  if (isDeleting(snapshot.order)) return "clusterDeletion";
+  switch (prev.phase) {
+    case "Unbinding": return "scaleDown"; // CAPI released its Agent
+    case "Deleting": return "retire"; // an unbound slot retired by a scale-down
+    case "Failed": return "retry"; // the failed incarnation goes before the next one
+    default: return "other";
+  }
+}
+
+/** The BMI creates and deletes `plan` makes, each with its kind. */
+export function plannedChanges(snapshot: Snapshot, plan: Plan): PlannedChange[] {
+  const previous = (snapshot.order.status?.workers ?? []).filter((w) => w.kind === "BareMetalInstance");
+  const prevBySlot = new Map(previous.map((w) => [w.name, w]));
+  const declared = new Map(plan.workers.map((w) => [w.slot, w.bmi.name]));
+  const out: PlannedChange[] = [];
+  for (const w of plan.workers) {
+    if (!w.requiresFence) continue;
+    out.push({ kind: prevBySlot.get(w.slot)?.phase === "Failed" ? "retry" : "create", op: "create", slot: w.slot, nodeSet: w.nodeSet, bmi: w.bmi.name });
+  }
+  for (const prev of previous) {
+    const live = liveBmiOf(prev, snapshot.bmis ?? []);
+    if (!live || declared.get(prev.name) === live.name) continue;
+    out.push({ kind: deleteKind(snapshot, prev), op: "delete", slot: prev.name, nodeSet: prev.nodeSet, bmi: live.name });
+  }
+  return out;
+}
+
+/** The kinds that wait for approval for this order: its annotation if it has a valid one, else the setting. */
+export function approvalPolicy(snapshot: Snapshot): { kinds: Set<ChangeKind>; invalid?: string } {
+  const raw = snapshot.order.metadata.annotations?.[APPROVAL_REQUIRED_ANNOTATION];
+  if (raw === undefined) return { kinds: new Set(snapshot.config.approvalRequired) };
+  try {
+    return { kinds: new Set(parseChangeKinds(APPROVAL_REQUIRED_ANNOTATION, raw)) };
+  } catch (err) {
+    // A bad override must not loosen the policy: every kind waits until it is fixed.
+    return { kinds: new Set(CHANGE_KINDS), invalid: (err as Error).message };
+  }
+}
+
+export function describeChanges(changes: readonly PlannedChange[]): string {
+  return changes.map((c) => `${c.op} ${c.bmi} (${c.kind}, worker ${c.slot})`).join("; ");
+}
+
+export interface ApprovalGate {
+  /** Undefined: nothing waits, apply the plan. Else what waits and the plan's fingerprint. */
+  waiting?: { fingerprint: string; changes: PlannedChange[] };
+  condition: ConditionInput;
+  events: PlannedEvent[];
+  annotations: Record<string, string | null>;
+}
+
+/**
+ * What a held plan must declare beyond a paused plan's: every live BMI of the order's workers (a paused
+ * plan declares only active ones), with its binding while its Agent is there, so that nothing is deleted.
+ */
+export function holdDeclarations(snapshot: Snapshot, held: Plan): DesiredWorker[] {
+  const declared = new Set(held.workers.map((w) => w.slot));
+  const out: DesiredWorker[] = [];
+  for (const entry of snapshot.order.status?.workers ?? []) {
+    const live = entry.kind === "BareMetalInstance" && !declared.has(entry.name) ? liveBmiOf(entry, snapshot.bmis ?? []) : undefined;
+    if (!live) continue;
+    const adopted: WorkerStatus = { ...entry, bareMetalInstance: { name: live.name, id: live.id } };
+    const worker: DesiredWorker = { slot: entry.name, nodeSet: entry.nodeSet, bmi: desiredBmi(snapshot, adopted, undefined) };
+    const agent = labelledAgent(snapshot.agents, snapshot.order, entry.name, undefined);
+    const binding = agent && entry.phase !== "Deleting" ? desiredBinding(snapshot, entry, agent) : undefined;
+    if (binding) worker.binding = binding;
+    out.push(worker);
+  }
+  return out;
+}
+
+/** Whether `full` (a finished, managed plan) must wait for approval under the order's policy. */
+export function approvalGate(snapshot: Snapshot, full: Plan): ApprovalGate {
+  const annotations = snapshot.order.metadata.annotations ?? {};
+  const policy = approvalPolicy(snapshot);
+  const fp = fingerprint(full);
+  // A cluster deletion under way (every worker reported Deleting) was approved, or not gated, when it began.
+  const workers = snapshot.order.status?.workers ?? [];
+  const underway = isDeleting(snapshot.order) && workers.every((w) => w.phase === "Deleting");
+  const gated = underway ? [] : plannedChanges(snapshot, full).filter((c) => policy.kinds.has(c.kind));
+  const clear: Record<string, string | null> = annotations[PENDING_PLAN_ANNOTATION] !== undefined ? { [PENDING_PLAN_ANNOTATION]: null } : {};
+  const bad = policy.invalid ? ` (the order's ${APPROVAL_REQUIRED_ANNOTATION} is not valid, so every kind waits: ${policy.invalid})` : "";
+  if (gated.length === 0) {
+    return { condition: cond(COND_APPROVAL_REQUIRED, "False", "NothingWaits", `no planned change waits for approval${bad}`), events: [], annotations: clear };
+  }
+  if (annotations[APPROVED_PLAN_ANNOTATION] === fp) {
+    return { condition: cond(COND_APPROVAL_REQUIRED, "False", "Approved", `plan ${fp.slice(0, 12)} was approved: ${describeChanges(gated)}`),
+      events: [], annotations: clear };
+  }
+  const message = `${gated.length} planned change(s) wait for approval: ${describeChanges(gated)}; nothing of this plan is applied until ` +
+    `\`baremetal-workers approve ${snapshot.order.metadata.namespace}/${snapshot.order.metadata.name} --plan ${fp.slice(0, 12)}\`${bad}`;
+  return {
+    waiting: { fingerprint: fp, changes: gated },
+    condition: cond(COND_APPROVAL_REQUIRED, "True", REASON_APPROVAL_REQUIRED, message),
+    events: [orderEvent(EV_APPROVAL_REQUIRED, [fp], message)],
+    annotations: { [PENDING_PLAN_ANNOTATION]: fp },
+  };
+}

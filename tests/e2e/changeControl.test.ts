@@ -1,0 +1,112 @@
+// Change control on the lab (issue 17, point 2): a blast-radius cap spreads a scale-up over passes, and an
+// order whose policy holds CAPI-driven scale-downs for approval keeps its released hosts until an operator
+// approves exactly that plan; an approval of another plan is refused and changes nothing.
+import { App, RefusedError } from "../../controller/app";
+import type { ReconcileResult } from "../../controller/reconcileDeps";
+import type { FulfillmentClient } from "../../clients/fulfillment";
+import { APPROVAL_REQUIRED_ANNOTATION } from "../../planner/changeControl";
+import { formatPlanned } from "../../cli/main";
+import { PROGRAM_PROCESS_IN_JEST } from "../support/env";
+import { startTestLab, type TestLab } from "../support/labEnv";
+import { OrderProbe } from "../support/orderWatch";
+
+jest.setTimeout(900_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const IN_FLIGHT = new Set(["Provisioning", "WaitingForAgent"]);
+
+describe("change control by kind", () => {
+  let t: TestLab;
+  let app: App;
+  let f: FulfillmentClient;
+  let probe: OrderProbe;
+  let uid = "";
+  const ref = { namespace: "", name: "cc-co" };
+  const note = (s: string) => process.stdout.write(`[change control] ${s}\n`);
+
+  beforeAll(async () => {
+    t = await startTestLab("change-control");
+    ref.namespace = await t.lab.createNamespace(`cc-${Date.now().toString(36)}`);
+    app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST, BMW_MAX_CREATES_IN_FLIGHT: "2" }, stateDir: t.stateDir });
+    f = t.lab.fulfillmentClient();
+    probe = new OrderProbe(t.lab.kubeConfig(), ref.namespace, ref.name, f);
+  });
+
+  afterAll(async () => {
+    app?.close();
+    f?.close();
+    await t?.stop();
+  });
+
+  async function reconcile(what: string): Promise<ReconcileResult | undefined> {
+    try {
+      const r = await app.reconcile(ref);
+      note(`${what}: ${r.action}${r.up ? ` ${JSON.stringify(r.up.changes)}` : ""}`);
+      return r;
+    } catch (e) {
+      note(`${what}: failed: ${String((e as Error).message).slice(0, 160)}`);
+      return undefined;
+    }
+  }
+
+  /** Reconciles until `n` workers are Ready; returns the most workers seen in flight after any pass. */
+  async function drive(what: string, n: number, max = 40): Promise<number> {
+    let peak = 0;
+    for (let i = 1; i <= max; i++) {
+      const r = await reconcile(`${what} ${i}`);
+      const ws = (await probe.order())?.status?.workers ?? [];
+      peak = Math.max(peak, ws.filter((w) => IN_FLIGHT.has(w.phase)).length);
+      if (r?.action === "skipped" && ws.length === n && ws.every((w) => w.phase === "Ready")) return peak;
+      await sleep(1_000);
+    }
+    throw new Error(`${what}: not Ready with ${n} workers: ${JSON.stringify((await probe.order())?.status?.workers?.map((w) => `${w.name}:${w.phase}`))}`);
+  }
+
+  it("a cap of 2 creates in flight spreads a 1 → 5 scale-up over passes", async () => {
+    uid = (await t.lab.createSampleOrder({ ...ref, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 1, instanceType: "compute" }] })).uid;
+    await drive("create", 1);
+    const creates = async () => (await t.lab.stats()).fulfillment.calls["BareMetalInstances/Create"] ?? 0;
+    const before = await creates();
+    await probe.setCount(0, 5);
+    // What the cap leaves for later is shown before anything happens.
+    expect(formatPlanned(`${ref.namespace}/${ref.name}`, await app.currentPlan(ref))).toContain("2 more create(s) wait for the in-flight cap");
+    const peak = await drive("scale-up", 5);
+    expect(peak).toBeLessThanOrEqual(2);
+    expect(await creates()).toBe(before + 4);
+  });
+
+  it("holds a CAPI scale-down for approval: the released hosts stay until exactly that plan is approved", async () => {
+    await probe.annotate(APPROVAL_REQUIRED_ANNOTATION, "scaleDown");
+    const live = async () => (await probe.bmis(uid)).filter((b) => !b.metadata?.deletion_timestamp).length;
+    await probe.setCount(0, 3);
+    // CAPI releases two hosts (their workers go Unbinding); then the deletes wait.
+    let held: ReconcileResult | undefined;
+    for (let i = 1; i <= 20 && !held; i++) {
+      const r = await reconcile(`scale-down ${i}`);
+      if (r?.plan?.approval) held = r;
+      else await sleep(1_000);
+    }
+    expect(held?.action).toBe("paused");
+    const waiting = held!.plan!.approval!;
+    expect(waiting.changes.map((c) => `${c.op} ${c.kind}`)).toEqual(["delete scaleDown", "delete scaleDown"]);
+    const order = (await probe.order())!;
+    expect(order.status?.conditions?.find((c) => c.type === "ApprovalRequired")).toMatchObject({ status: "True", reason: "ApprovalRequired" });
+    // Nothing is deleted while it waits, however often the loop comes back.
+    for (let i = 0; i < 3; i++) expect((await reconcile(`waiting ${i + 1}`))?.action).toBe("paused");
+    expect(await live()).toBe(5);
+    const preview = await app.preview(ref);
+    expect(preview.changeSummary.delete ?? 0).toBe(0);
+    expect(formatPlanned(`${ref.namespace}/${ref.name}`, preview.plan)).toContain(`--plan ${waiting.fingerprint.slice(0, 12)}`);
+    // An approval names the plan it approves: another one is refused and approves nothing.
+    await expect(app.approve(ref, "0123456789ab")).rejects.toThrow(RefusedError);
+    expect((await reconcile("after a refused approval"))?.action).toBe("paused");
+    const approved = await app.approve(ref); // the plan the order records as waiting
+    expect(approved.fingerprint).toBe(waiting.fingerprint);
+    const r = await reconcile("approved");
+    expect(r?.action).toBe("up");
+    expect(r?.up?.changes.delete).toBeGreaterThanOrEqual(2);
+    await drive("after approval", 3);
+    expect(await live()).toBe(3);
+    expect((await probe.order())?.status?.conditions?.find((c) => c.type === "ApprovalRequired")).toMatchObject({ status: "False" });
+  });
+});

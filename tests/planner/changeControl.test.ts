@@ -1,0 +1,113 @@
+// Change control by kind (issue 17, point 2): every planned BMI create and delete has a kind; kinds the
+// policy names wait for an approval of exactly that plan (its fingerprint); a cap bounds creates in flight.
+import { fingerprint } from "../../planner";
+import { APPROVAL_REQUIRED_ANNOTATION, APPROVED_PLAN_ANNOTATION, PENDING_PLAN_ANNOTATION } from "../../planner/changeControl";
+import type { Plan } from "../../planner/types";
+import { bmiFor, bmRequest, boundAgent, conditionOf, entry, iso, MIN, ORDER, planOf, SEC, type SnapOptions, statusOf } from "./builders";
+
+const ready = entry("w1", { phase: "Ready", attemptCount: 0, readySince: iso(-3 * 60 * MIN) });
+const unbinding = { ...ready, phase: "Unbinding" as const, attemptStartedAt: iso(-1 * MIN) };
+/** CAPI released w1's Agent; its Unbinding is persisted: this pass deletes its BMI. */
+const scaleDown: SnapOptions = {
+  nodeRequests: [bmRequest("compute", 0)], workers: [unbinding], bmis: [bmiFor("w1")], agents: [boundAgent("w1", "w1", "unbinding-pending-user-action")],
+};
+const kinds = (p: Plan) => (p.changes ?? p.approval?.changes ?? []).map((c) => `${c.op} ${c.kind} ${c.slot}`);
+
+describe("the kind of each planned change", () => {
+  it("names a new slot's create, a failed slot's delete and retry, a retired unbound slot, a CAPI scale-down", () => {
+    expect(kinds(planOf({ nodeRequests: [bmRequest("compute", 1)] }))).toEqual(["create create n1"]);
+    const failed = entry("w1", { phase: "Failed", attemptCount: 1, nextRetryTime: iso(-1 * SEC), bareMetalInstance: { name: `${ORDER}-w1`, id: "id-w1" } });
+    expect(kinds(planOf({ nodeRequests: [bmRequest("compute", 1)], workers: [failed], bmis: [bmiFor("w1", { state: "Failed" })] }))).toEqual(["delete retry w1"]);
+    const gone = { ...failed, bareMetalInstance: { name: `${ORDER}-w1` }, bmiCreateState: undefined };
+    expect(kinds(planOf({ nodeRequests: [bmRequest("compute", 1)], workers: [gone], bmis: [] }))).toEqual(["create retry w1"]);
+    const retired = entry("w1", { phase: "Deleting", attemptStartedAt: iso(-SEC) });
+    expect(kinds(planOf({ nodeRequests: [bmRequest("compute", 0)], workers: [retired], bmis: [bmiFor("w1")] }))).toEqual(["delete retire w1"]);
+    expect(kinds(planOf({ ...scaleDown, configPatch: { approvalRequired: [] } }))).toEqual(["delete scaleDown w1"]);
+  });
+});
+
+describe("approval", () => {
+  const policy = { configPatch: { approvalRequired: ["scaleDown" as const] } };
+
+  it("by default only 'other' waits: a CAPI scale-down applies as before", () => {
+    const p = planOf(scaleDown);
+    expect(p.paused).toBeUndefined();
+    expect(p.workers).toEqual([]);
+    expect(conditionOf(p, "ApprovalRequired")).toMatchObject({ status: "False", reason: "NothingWaits" });
+  });
+
+  it("holds a plan with a change of a named kind: nothing is deleted, the condition lists it, the fingerprint is recorded", () => {
+    const p = planOf({ ...scaleDown, ...policy });
+    expect(p.paused?.reason).toBe("ApprovalRequired");
+    expect(p.workers.map((w) => w.slot)).toEqual(["w1"]); // still declared: its BMI stays
+    expect(p.approval?.changes.map((c) => `${c.op} ${c.bmi} ${c.kind}`)).toEqual([`delete ${ORDER}-b-w1 scaleDown`]);
+    const c = conditionOf(p, "ApprovalRequired");
+    expect(c).toMatchObject({ status: "True", reason: "ApprovalRequired" });
+    expect(c?.message).toContain(`delete ${ORDER}-b-w1 (scaleDown, worker w1)`);
+    expect(c?.message).toContain(`--plan ${p.approval!.fingerprint.slice(0, 12)}`);
+    expect(p.annotations?.[PENDING_PLAN_ANNOTATION]).toBe(p.approval!.fingerprint);
+    expect(p.events.map((e) => e.reason)).toContain("ApprovalRequired");
+  });
+
+  it("applies exactly the approved plan, and clears what waited", () => {
+    const held = planOf({ ...scaleDown, ...policy });
+    const fp = held.approval!.fingerprint;
+    const p = planOf({ ...scaleDown, ...policy, annotations: { [APPROVED_PLAN_ANNOTATION]: fp, [PENDING_PLAN_ANNOTATION]: fp } });
+    expect(p.paused).toBeUndefined();
+    expect(p.workers).toEqual([]); // the BMI is deleted by this update
+    expect(fingerprint(p)).toBe(fp);
+    expect(conditionOf(p, "ApprovalRequired")).toMatchObject({ status: "False", reason: "Approved" });
+    expect(p.annotations?.[PENDING_PLAN_ANNOTATION]).toBeNull();
+  });
+
+  it("an approval of another plan (the plan changed since) approves nothing", () => {
+    const held = planOf({ ...scaleDown, ...policy });
+    // Since the approval, the tenant asked for one more worker: the plan is another one.
+    const moved = planOf({ ...scaleDown, ...policy, nodeRequests: [bmRequest("compute", 1)], annotations: { [APPROVED_PLAN_ANNOTATION]: held.approval!.fingerprint } });
+    expect(moved.paused?.reason).toBe("ApprovalRequired");
+    expect(moved.approval?.fingerprint).not.toBe(held.approval!.fingerprint);
+    expect(moved.fence).toEqual([]);
+  });
+
+  it("an order's annotation replaces the setting; an invalid one makes every kind wait and says why", () => {
+    expect(planOf({ ...scaleDown, ...policy, annotations: { [APPROVAL_REQUIRED_ANNOTATION]: "none" } }).paused).toBeUndefined();
+    const create = planOf({ nodeRequests: [bmRequest("compute", 1)], annotations: { [APPROVAL_REQUIRED_ANNOTATION]: "create" } });
+    expect(create.paused?.reason).toBe("ApprovalRequired");
+    expect(create.fence).toEqual([]);
+    const bad = planOf({ nodeRequests: [bmRequest("compute", 1)], annotations: { [APPROVAL_REQUIRED_ANNOTATION]: "scale-down" } });
+    expect(bad.paused?.reason).toBe("ApprovalRequired");
+    expect(conditionOf(bad, "ApprovalRequired")?.message).toMatch(/is not valid, so every kind waits.*unknown kind "scale-down"/);
+  });
+
+  it("holds a cluster deletion when the policy names it", () => {
+    const deleting = { nodeRequests: [bmRequest("compute", 1)], workers: [ready], bmis: [bmiFor("w1")], deletionTimestamp: iso(-SEC) };
+    expect(planOf(deleting).paused).toBeUndefined();
+    const p = planOf({ ...deleting, configPatch: { approvalRequired: ["clusterDeletion"] } });
+    expect(p.paused?.reason).toBe("ApprovalRequired");
+    expect(p.approval?.changes.map((c) => c.kind)).toEqual(["clusterDeletion"]);
+  });
+});
+
+describe("the in-flight create cap", () => {
+  it("spreads a 20-worker scale-up over passes: at most the cap in flight, the rest deferred", () => {
+    const cap = { configPatch: { maxCreatesInFlight: 3 } };
+    const first = planOf({ nodeRequests: [bmRequest("compute", 20)], ...cap });
+    expect(first.fence).toHaveLength(3);
+    expect(first.createsDeferred).toBe(17);
+    // Three in flight: nothing more this pass.
+    const inFlight = first.status.workers;
+    const second = planOf({ nodeRequests: [bmRequest("compute", 20)], workers: inFlight, bmis: inFlight.map((w) => bmiFor(w.name, { macs: [] })), ...cap });
+    expect(second.fence).toHaveLength(0);
+    expect(second.createsDeferred).toBe(17);
+    // Two of them became Ready: two more start.
+    const settled = inFlight.map((w, i) => (i < 2 ? { ...w, phase: "Ready" as const, readySince: iso(-MIN) } : w));
+    const third = planOf({ nodeRequests: [bmRequest("compute", 20)], workers: settled,
+      bmis: settled.map((w) => bmiFor(w.name)), agents: settled.slice(0, 2).map((w) => boundAgent(w.name, w.name, "added-to-existing-cluster")), ...cap });
+    expect(third.fence).toHaveLength(2);
+    expect(statusOf(third, settled[0].name)?.phase).toBe("Ready");
+  });
+
+  it("no cap by default", () => {
+    expect(planOf({ nodeRequests: [bmRequest("compute", 20)] }).fence).toHaveLength(20);
+  });
+});
