@@ -172,7 +172,8 @@ describe("the program of one ClusterOrder's stack", () => {
 
   it("is the same stack an admin previews with plain `pulumi preview`, which refreshes first and shows the same steps", async () => {
     const { execFile } = await import("node:child_process");
-    const env = { ...process.env, ...app.stacks.pulumiEnvironment() };
+    // PULUMI_DEBUG_COMMANDS only makes the engine's --event-log flag available, for the comparison.
+    const env = { ...process.env, ...app.stacks.pulumiEnvironment(), PULUMI_DEBUG_COMMANDS: "true" };
     const eventLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "bmw-admin-preview-")), "events.jsonl");
     // No --refresh: the project (Pulumi.yaml `options.refresh: always`) makes a plain preview refresh.
     const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -180,7 +181,7 @@ describe("the program of one ClusterOrder's stack", () => {
         { cwd: app.stacks.workDir, env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) =>
           resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }));
     });
-    expect({ code: out.code, stderr: out.stderr.slice(-1000) }).toMatchObject({ code: 0 });
+    if (out.code !== 0) throw new Error(`pulumi preview failed:\n${out.stderr.slice(-2000)}\n${out.stdout.slice(-2000)}`);
     expect(assertNoBmiReplace(out.stdout).map((s) => s.op)).toContain("create");
     // The pending scale-up of the previous test, exactly as the product's preview shows it.
     expect(out.stdout).toContain("baremetal-workers:BareMetalInstance");
