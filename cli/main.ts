@@ -67,12 +67,14 @@ function runCommand(cli: Cli): Cli {
         .option("health-port", { type: "number", default: LOOP_DEFAULTS.healthPort, describe: "port of /metrics, /healthz, /readyz (loopback unless --health-host)" })
         .option("health-host", { type: "string", default: LOOP_DEFAULTS.healthHost })
         .option("lease-namespace", { type: "string", default: LOOP_DEFAULTS.leaseNamespace, describe: "namespace of the leader-election Lease" })
-        .option("identity", { type: "string", describe: "this replica's identity in the Lease (default: POD_NAME, else hostname_pid)" }),
+        .option("identity", { type: "string", describe: "this replica's identity in the Lease (default: POD_NAME, else hostname_pid)" })
+        .option("mode", { type: "string", choices: ["act", "observe"], default: "act",
+          describe: "observe: plan and report per order where the plan differs from the recorded workers, and change nothing" }),
       async (argv) => {
         const { runLoop } = await import("../controller/run");
         const loop = loopSettings({ namespace: argv.namespace, interval: argv.interval, concurrency: argv.concurrency,
           reconcileConcurrency: argv["reconcile-concurrency"], healthPort: argv["health-port"], healthHost: argv["health-host"],
-          leaseNamespace: argv["lease-namespace"], identity: argv.identity });
+          leaseNamespace: argv["lease-namespace"], identity: argv.identity, mode: argv.mode });
         await runLoop({ ...appOptions(argv), onOutput: undefined, ...loop });
       });
 }
@@ -120,12 +122,13 @@ function orderCommands(cli: Cli): Cli {
         console.log(`${argv.order}: pinned to update ${argv.to} (${Object.entries(r.pin).map(([k, v]) => `${k}=${v}`).join(", ")}); ` +
           `run \`baremetal-workers unpin ${argv.order}\` to follow the ClusterOrder again`);
       }))
-    .command("approve <order>", "approve exactly the plan that waits for approval (by its fingerprint); a plan that changed since is refused",
-      (y) => orderArg(y).option("plan", { type: "string", describe: "the fingerprint preview or the ApprovalRequired condition shows (12+ characters)" }),
+    .command("approve <order>", "approve exactly the changes that wait for approval, by the fingerprint you saw; changes that moved since are refused",
+      (y) => orderArg(y).option("plan", { type: "string", demandOption: true,
+        describe: "the fingerprint preview, status or the ApprovalRequired condition shows (12+ characters)" }),
       (argv) => withApp(argv, async (app) => {
         const approved = await app.approve(parseOrderRef(argv.order), argv.plan);
         if (argv.output === "json") console.log(JSON.stringify(approved));
-        else console.log(`${argv.order}: plan ${approved.fingerprint.slice(0, 12)} approved: ${describeChanges(approved.changes)}; the next reconcile applies it`);
+        else console.log(`${argv.order}: changes ${approved.fingerprint.slice(0, 12)} approved: ${describeChanges(approved.changes)}; the next reconcile applies them`);
       }))
     .command("unpin <order>", "drop a rollback pin: the stack follows the ClusterOrder's requests again", (y) => orderArg(y),
       (argv) => withApp(argv, async (app) => {
@@ -160,18 +163,18 @@ export function buildCli(args: string[]) {
     .help();
 }
 
-/** The workers table, then the orders whose stack updates fail: since when, why, which update. */
 /** What `preview` prints above the engine's diff: the plan's changes by kind, what waits for approval and for the cap. */
 export function formatPlanned(order: string, plan: Plan): string {
   const lines = [`planned changes: ${plan.changes?.length ? describeChanges(plan.changes) : "none"}`];
   if (plan.approval) {
-    lines.push(`waiting for approval (plan ${plan.approval.fingerprint.slice(0, 12)}): ${describeChanges(plan.approval.changes)}`,
+    lines.push(`waiting for approval (changes ${plan.approval.fingerprint.slice(0, 12)}): ${describeChanges(plan.approval.changes)}`,
       `  nothing below is applied until: baremetal-workers approve ${order} --plan ${plan.approval.fingerprint.slice(0, 12)}`);
   }
   if (plan.createsDeferred) lines.push(`${plan.createsDeferred} more create(s) wait for the in-flight cap (BMW_MAX_CREATES_IN_FLIGHT)`);
   return lines.join("\n") + "\n\n";
 }
 
+/** The workers table, then the orders whose updates fail, whose changes wait for approval, that are pinned; drift. */
 export function formatStatus(report: StatusReport): string {
   const out = [formatTable(report.workers.map((r) => ({ ...r })))];
   if (report.updateFailures.length > 0) {

@@ -12,6 +12,7 @@ export interface LoopFlags {
   healthHost?: string;
   leaseNamespace?: string;
   identity?: string;
+  mode?: string;
 }
 
 export interface LoopSettings {
@@ -27,6 +28,8 @@ export interface LoopSettings {
   leaseNamespace: string;
   /** This replica's identity in the Lease; default POD_NAME, else hostname_pid (controller/leader.ts). */
   identity?: string;
+  /** `act` (default): reconcile. `observe`: plan and report only, beside another controller (controller/observeOnly.ts). */
+  mode: "act" | "observe";
 }
 
 export const LOOP_DEFAULTS = {
@@ -52,7 +55,10 @@ export function loopSettings(flags: LoopFlags): LoopSettings {
   if (!Number.isInteger(healthPort) || healthPort < 0 || healthPort > 65_535) {
     throw new SettingsError(`--health-port must be a port number (0-65535), got ${healthPort}`);
   }
+  const mode = flags.mode ?? "act";
+  if (mode !== "act" && mode !== "observe") throw new SettingsError(`--mode must be act or observe, got ${mode}`);
   return {
+    mode,
     namespaces: flags.namespace ?? [],
     intervalMs: interval * 1000,
     concurrency,

@@ -7,7 +7,7 @@ import { FulfillmentClient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
 import { plan as makePlan } from "../planner";
 import { COND_APPROVAL_REQUIRED, COND_PINNED, COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
-import { APPROVED_PLAN_ANNOTATION, describeChanges, PENDING_PLAN_ANNOTATION, type PlannedChange } from "../planner/changeControl";
+import { APPROVED_PLAN_ANNOTATION, describeChanges, type PlannedChange } from "../planner/changeControl";
 import type { ClusterOrder, Condition, Plan, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
 import { observe, OrderNotFoundError, type OrderRef } from "../io/observe";
 import { ObserveCache } from "../io/observeCache";
@@ -225,6 +225,7 @@ export class App {
       },
       // The settings the program parses (config/settings.ts, the planner's config), not the raw environment.
       programDigest: () => (this.digest ??= stacks.programDigest({ settings: this.settings, planner: this.config })),
+      stackExists: (ref) => stacks.stackExists(ref),
       async pin(ref) {
         if (!(await stacks.stackExists(ref))) return undefined; // never create a stack just to read config
         const raw = await stacks.getConfig(ref, PIN_KEY);
@@ -269,16 +270,15 @@ export class App {
   }
 
   /**
-   * Approves exactly the plan that waits: the one `fingerprint` names (its first 12 characters or more, as
-   * preview and the ApprovalRequired condition show it), else the one the order records as waiting. Refused
-   * when nothing waits, or when the plan that waits now is another one (it changed since it was looked at).
+   * Approves exactly the changes that wait, named by the fingerprint the operator saw (its first 12
+   * characters or more, as preview, status and the ApprovalRequired condition show it). Refused when
+   * nothing waits, or when what waits now is something else (it changed since it was looked at).
    */
-  async approve(ref: OrderRef, fingerprint?: string): Promise<{ fingerprint: string; changes: PlannedChange[] }> {
-    const order = await this.mustExist(ref);
+  async approve(ref: OrderRef, fingerprint: string): Promise<{ fingerprint: string; changes: PlannedChange[] }> {
+    await this.mustExist(ref);
     const waiting = (await this.currentPlan(ref)).approval;
     if (!waiting) throw new RefusedError(`no planned change of ${ref.namespace}/${ref.name} waits for approval`);
-    const named = fingerprint ?? order.metadata.annotations?.[PENDING_PLAN_ANNOTATION];
-    if (!named) throw new RefusedError(`no waiting plan is recorded on ${ref.namespace}/${ref.name} yet: name it with --plan ${waiting.fingerprint.slice(0, 12)}`);
+    const named = fingerprint.trim();
     if (named.length < 12 || !waiting.fingerprint.startsWith(named)) {
       throw new RefusedError(`the plan that waits now (${waiting.fingerprint.slice(0, 12)}: ${describeChanges(waiting.changes)}) is not plan ` +
         `${named.slice(0, 12)}; nothing was approved: look at it again (preview, status) and approve it by its fingerprint`);

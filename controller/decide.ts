@@ -28,6 +28,12 @@ export interface DecideInput {
   memory: Readonly<DecidedMemory & Pick<OrderMemory, "createRejections">>;
   nowMs: number;
   settings: DecideSettings;
+  /**
+   * Whether this process's state backend holds a stack for the order; asked only for a first decision. A
+   * record written by another controller, or against another backend (an incumbent taken over, a state
+   * moved), names a plan that no stack here holds.
+   */
+  stackExists?: boolean;
 }
 
 /** The case a decision is, by name: three pauses, one skip, three reasons to update. */
@@ -96,7 +102,7 @@ export function decide(input: DecideInput): Decision {
   const recorded = order.metadata.annotations?.[APPLIED_ANNOTATION];
   // First decision for this order in this process: an update recorded by an earlier process with the same
   // program counts as applied, so a restart does not mean one `up` per order. Later, memory is the authority.
-  const recordTrusted = !memory.appliedRead && memory.lastFingerprint === undefined &&
+  const recordTrusted = !memory.appliedRead && memory.lastFingerprint === undefined && input.stackExists !== false &&
     recorded === appliedRecord(settings.programDigest, order.metadata.uid, fp);
   const lastFingerprint = recordTrusted ? fp : memory.lastFingerprint;
   const decided = { fingerprint: fp, recordTrusted, requeueAtMs,

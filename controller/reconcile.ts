@@ -42,7 +42,7 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
   if (order.metadata.deletionTimestamp) return finalize(deps, ref, order, mem);
   const current = await keepFinalizer(deps, ref, order);
   const observed = await observeAndPlan(deps, ref, mem, { order: current });
-  const decision = decideAndRemember(deps, mem, observed);
+  const decision = await decideAndRemember(deps, ref, mem, observed);
   if (decision.action !== "update") {
     const result = await reportWithoutUpdate(deps, ref, mem, observed, decision);
     if (settle && decision.action === "skip") recordIfSettled(deps, settle, mem, observed);
@@ -101,12 +101,15 @@ async function keepFinalizer(deps: ReconcileDeps, ref: OrderRef, order: ClusterO
 }
 
 /** The decision (decide.ts, pure) on this observation, with the order's memory updated as it says. */
-function decideAndRemember(deps: ReconcileDeps, mem: OrderMemory, observed: Observed): Decision {
+async function decideAndRemember(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, observed: Observed): Promise<Decision> {
   const { snapshot, plan } = observed;
+  // The applied record is consulted once per process, and only for a stack this backend holds.
+  const first = !mem.appliedRead && mem.lastFingerprint === undefined;
   const decision = decide({
     order: snapshot.order, plan, bmisKnown: snapshot.bmis !== undefined, memory: mem, nowMs: snapshot.now.getTime(),
     settings: { refreshIntervalMs: deps.refreshIntervalMs ?? 3_600_000, programDigest: deps.stacks.programDigest(),
       ignitionPollMs: deps.config.ignitionPollMs },
+    ...(first ? { stackExists: await deps.stacks.stackExists(ref) } : {}),
   });
   Object.assign(mem, decision.memory);
   return decision;
@@ -165,7 +168,7 @@ async function fenceBeforeUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderM
   }
 }
 
-/** The observation with the order's metadata and status as last written (its spec as planned: pin applied). */
+/** The observation with the order's metadata and status as last written (its spec as observed). */
 function asWritten(observation: Observation, written: ClusterOrder): Observation {
   const planned = observation.snapshot.order;
   const snapshot: Snapshot = { ...observation.snapshot, order: { ...planned, metadata: written.metadata, status: written.status },

@@ -40,6 +40,8 @@ export interface StackRunner {
   removeStack(ref: OrderRef): Promise<void>;
   /** Extra program input (a rollback pin), undefined when none. */
   pin(ref: OrderRef): Promise<Pin | undefined>;
+  /** Whether the state backend holds a stack for the order (creates nothing). */
+  stackExists(ref: OrderRef): Promise<boolean>;
   /** Digest of the program, toolchain and program environment an `up` would run (see programDigest.ts). */
   programDigest(): string;
 }
@@ -102,7 +104,7 @@ export interface OrderMemory {
 
 export interface ReconcileResult {
   /** "ignored": the order asks for no bare-metal workers and none are ours; nothing was written. */
-  action: "up" | "skipped" | "paused" | "deleted" | "gone" | "blocked" | "requeue" | "ignored";
+  action: "up" | "skipped" | "paused" | "deleted" | "gone" | "blocked" | "requeue" | "ignored" | "observed";
   plan?: Plan;
   up?: UpResult;
   requeueAt?: Date;

@@ -4,6 +4,7 @@
 import * as os from "node:os";
 import { type App, type AppOptions, createApp } from "./app";
 import { type ReconcileResult, TENANT_ANNOTATION } from "./reconcile";
+import { observeOnly } from "./observeOnly";
 import type { OrderRef } from "../io/observe";
 import { startHealthServer, Heartbeat, electionCheck, kubeReachable, allOf } from "./health";
 import { defaultIdentity, LeaderElector } from "./leader";
@@ -35,7 +36,8 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
   const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
-  const elector = leaderElector(app, identity, opts.leaseNamespace, log);
+  // Observing replicas elect among themselves, on a Lease of their own: they never stand an acting replica down.
+  const elector = leaderElector(app, identity, opts.leaseNamespace, opts.mode === "observe" ? "baremetal-workers-observe" : "baremetal-workers", log);
   let passStart = metrics.totals();
   const loop = new ReconcileLoop({
     kube: app.kube,
@@ -54,8 +56,8 @@ export async function runLoop(opts: RunOptions): Promise<void> {
       log.info({ orders, durationMs, ups: b.ups - a.ups, skipped: b.skipped - a.skipped, settled: b.settled - a.settled,
         fulfillmentCalls: b.fulfillmentCalls - a.fulfillmentCalls }, "pass complete");
     },
-    reconcile: countedReconcile(app, metrics, counts, log),
-    ...(app.settled.enabled ? { settled: app.settled } : {}),
+    reconcile: countedReconcile(app, metrics, counts, log, opts.mode === "observe"),
+    ...(app.settled.enabled && opts.mode !== "observe" ? { settled: app.settled } : {}),
     onSettledCheck: (ref, outcome) => {
       metrics.countSettledCheck(outcome);
       log.debug({ order: `${ref.namespace}/${ref.name}`, outcome }, "settled check");
@@ -67,7 +69,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     liveness: () => heartbeat.check(),
     readiness: async () => allOf({ kube: await kubeReachable(kc), election: electionCheck(elector) }),
   });
-  log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir }, "reconciler started");
+  log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir, mode: opts.mode }, "reconciler started");
   elector.start();
   await loop.start();
   const stop = opts.until ?? new Promise<void>((resolve) => {
@@ -84,9 +86,9 @@ export async function runLoop(opts: RunOptions): Promise<void> {
 }
 
 /** The Lease of this replica; the stacks run pulumi only while it leads, and stop when it no longer does. */
-function leaderElector(app: App, identity: string, namespace: string, log: Logger): LeaderElector {
+function leaderElector(app: App, identity: string, namespace: string, name: string, log: Logger): LeaderElector {
   const elector = new LeaderElector({
-    client: app.kube, namespace, name: "baremetal-workers", identity, logger: log,
+    client: app.kube, namespace, name, identity, logger: log,
     onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
     onStoppedLeading: () => {
       // The next leader clears our stack locks once it holds the Lease: nothing of ours may still run then.
@@ -99,12 +101,12 @@ function leaderElector(app: App, identity: string, namespace: string, log: Logge
 }
 
 /** One reconcile of the loop, counted in the metrics and logged; keeps each order's worker gauges. */
-function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger) {
+function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger, observe: boolean) {
   return async (ref: OrderRef): Promise<ReconcileResult> => {
     const done = metrics.startReconcile();
     const started = Date.now();
     try {
-      const r = await app.reconcile(ref);
+      const r = observe ? await observeOnly(app, ref) : await app.reconcile(ref);
       done(r.action === "skipped" ? "skipped" : "success");
       if (r.action === "skipped") metrics.countSkipped();
       if (r.up) metrics.countUp("succeeded");

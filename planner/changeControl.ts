@@ -1,12 +1,12 @@
 // Change control by kind (issue 17, point 2). Every BMI create and delete a plan makes is classified; the
 // kinds an approval policy names (the reconciler's setting, or the order's own annotation) wait for
-// `baremetal-workers approve`, which approves exactly the plan that waits, by its fingerprint: a plan that
-// changed since is not approved. A waiting plan is a paused one (it declares what is there and changes
-// nothing) that lists what waits in the ApprovalRequired condition.
+// `baremetal-workers approve`, which approves exactly the changes that wait, by their fingerprint: a plan
+// whose changes differ since is not approved. A waiting plan is a paused one (it declares what is there and
+// changes nothing) that lists what waits in the ApprovalRequired condition.
 import { cond, COND_APPROVAL_REQUIRED, type ConditionInput } from "./conditions";
 import { CHANGE_KINDS, parseChangeKinds } from "./config";
 import { orderEvent } from "./events";
-import { fingerprint } from "./fingerprint";
+import { canonicalJson, sha256 } from "./fingerprint";
 import { isDeleting } from "./management";
 import { labelledAgent } from "./correlation";
 import { desiredBinding, desiredBmi } from "./desired";
@@ -14,9 +14,9 @@ import type { ChangeKind, DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapsh
 
 /** An order's own policy: "none" or a comma-separated list of kinds; it replaces the reconciler's setting. */
 export const APPROVAL_REQUIRED_ANNOTATION = "osac.openshift.io/approval-required";
-/** The fingerprint of the plan an operator approved (written by `baremetal-workers approve`). */
+/** The fingerprint of the changes an operator approved (written by `baremetal-workers approve`). */
 export const APPROVED_PLAN_ANNOTATION = "osac.openshift.io/approved-plan";
-/** Ours: the fingerprint of the plan that waits, so that `approve` can check it is still the one. */
+/** Ours: the fingerprint of the changes that wait, so that `approve` can check they are still the ones. */
 export const PENDING_PLAN_ANNOTATION = "osac.openshift.io/approval-pending";
 export const REASON_APPROVAL_REQUIRED = "ApprovalRequired";
 export const EV_APPROVAL_REQUIRED = "ApprovalRequired";
@@ -29,11 +29,28 @@ export interface PlannedChange {
   bmi: string;
 }
 
-function liveBmiOf(entry: WorkerStatus, bmis: readonly ObservedBmi[]): ObservedBmi | undefined {
+/**
+ * The BMI of a recorded worker that may still exist: the live one observed (not being deleted), or, while
+ * the BMIs cannot be listed, any recorded incarnation (unknown is not absent: fail closed).
+ */
+function liveBmiOf(entry: WorkerStatus, bmis: readonly ObservedBmi[] | undefined): { name: string; id?: string } | undefined {
   const id = entry.bareMetalInstance?.id;
   const name = entry.bareMetalInstance?.name;
+  if (bmis === undefined) return name && (id || entry.bmiCreateState === "Attempted") ? { name, ...(id ? { id } : {}) } : undefined;
   const b = id ? bmis.find((x) => x.id === id) : name ? bmis.find((x) => x.name === name) : undefined;
   return b && b.state !== "Deleting" ? b : undefined;
+}
+
+/**
+ * What an approval approves: the order and its changes, each by what stays the same from one observation
+ * to the next (a new slot's and a new incarnation's names derive from the resourceVersion, which every
+ * write moves): a create by kind, node set and (for a retry) slot; a delete by kind, slot and BMI name.
+ */
+export function changesFingerprint(orderUid: string, changes: readonly PlannedChange[]): string {
+  const keys = changes.map((c) => (c.op === "create"
+    ? `create/${c.kind}/${c.nodeSet}/${c.kind === "retry" ? c.slot : ""}`
+    : `delete/${c.kind}/${c.slot}/${c.bmi}`)).sort();
+  return sha256(canonicalJson({ order: orderUid, changes: keys }));
 }
 
 /** Why a live BMI leaves the declared set, from the phase its worker had when the plan was made. */
@@ -58,7 +75,7 @@ export function plannedChanges(snapshot: Snapshot, plan: Plan): PlannedChange[] 
     out.push({ kind: prevBySlot.get(w.slot)?.phase === "Failed" ? "retry" : "create", op: "create", slot: w.slot, nodeSet: w.nodeSet, bmi: w.bmi.name });
   }
   for (const prev of previous) {
-    const live = liveBmiOf(prev, snapshot.bmis ?? []);
+    const live = liveBmiOf(prev, snapshot.bmis);
     if (!live || declared.get(prev.name) === live.name) continue;
     out.push({ kind: deleteKind(snapshot, prev), op: "delete", slot: prev.name, nodeSet: prev.nodeSet, bmi: live.name });
   }
@@ -97,9 +114,9 @@ export function holdDeclarations(snapshot: Snapshot, held: Plan): DesiredWorker[
   const declared = new Set(held.workers.map((w) => w.slot));
   const out: DesiredWorker[] = [];
   for (const entry of snapshot.order.status?.workers ?? []) {
-    const live = entry.kind === "BareMetalInstance" && !declared.has(entry.name) ? liveBmiOf(entry, snapshot.bmis ?? []) : undefined;
+    const live = entry.kind === "BareMetalInstance" && !declared.has(entry.name) ? liveBmiOf(entry, snapshot.bmis) : undefined;
     if (!live) continue;
-    const adopted: WorkerStatus = { ...entry, bareMetalInstance: { name: live.name, id: live.id } };
+    const adopted: WorkerStatus = { ...entry, bareMetalInstance: { name: live.name, ...(live.id ? { id: live.id } : {}) } };
     const worker: DesiredWorker = { slot: entry.name, nodeSet: entry.nodeSet, bmi: desiredBmi(snapshot, adopted, undefined) };
     const agent = labelledAgent(snapshot.agents, snapshot.order, entry.name, undefined);
     const binding = agent && entry.phase !== "Deleting" ? desiredBinding(snapshot, entry, agent) : undefined;
@@ -113,18 +130,22 @@ export function holdDeclarations(snapshot: Snapshot, held: Plan): DesiredWorker[
 export function approvalGate(snapshot: Snapshot, full: Plan): ApprovalGate {
   const annotations = snapshot.order.metadata.annotations ?? {};
   const policy = approvalPolicy(snapshot);
-  const fp = fingerprint(full);
   // A cluster deletion under way (every worker reported Deleting) was approved, or not gated, when it began.
   const workers = snapshot.order.status?.workers ?? [];
   const underway = isDeleting(snapshot.order) && workers.every((w) => w.phase === "Deleting");
-  const gated = underway ? [] : plannedChanges(snapshot, full).filter((c) => policy.kinds.has(c.kind));
-  const clear: Record<string, string | null> = annotations[PENDING_PLAN_ANNOTATION] !== undefined ? { [PENDING_PLAN_ANNOTATION]: null } : {};
+  const changes = plannedChanges(snapshot, full);
+  const gated = underway ? [] : changes.filter((c) => policy.kinds.has(c.kind));
   const bad = policy.invalid ? ` (the order's ${APPROVAL_REQUIRED_ANNOTATION} is not valid, so every kind waits: ${policy.invalid})` : "";
   if (gated.length === 0) {
+    // Nothing waits (any more): an approval given earlier has been used and must not approve a later plan.
+    const clear: Record<string, string | null> = {};
+    for (const k of [PENDING_PLAN_ANNOTATION, APPROVED_PLAN_ANNOTATION]) if (annotations[k] !== undefined) clear[k] = null;
     return { condition: cond(COND_APPROVAL_REQUIRED, "False", "NothingWaits", `no planned change waits for approval${bad}`), events: [], annotations: clear };
   }
+  const fp = changesFingerprint(snapshot.order.metadata.uid, changes);
   if (annotations[APPROVED_PLAN_ANNOTATION] === fp) {
-    return { condition: cond(COND_APPROVAL_REQUIRED, "False", "Approved", `plan ${fp.slice(0, 12)} was approved: ${describeChanges(gated)}`),
+    const clear: Record<string, string | null> = annotations[PENDING_PLAN_ANNOTATION] !== undefined ? { [PENDING_PLAN_ANNOTATION]: null } : {};
+    return { condition: cond(COND_APPROVAL_REQUIRED, "False", "Approved", `changes ${fp.slice(0, 12)} were approved: ${describeChanges(gated)}`),
       events: [], annotations: clear };
   }
   const message = `${gated.length} planned change(s) wait for approval: ${describeChanges(gated)}; nothing of this plan is applied until ` +

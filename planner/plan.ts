@@ -298,7 +298,8 @@ export function plan(snapshot: Snapshot): Plan {
   full.changes = plannedChanges(retry.snapshot, full);
   // Change control: kinds the approval policy names wait, and with them the whole plan (it is approved by its fingerprint).
   const gate = approvalGate(retry.snapshot, full);
-  const p = gate.waiting ? heldForApproval(snapshot, retry.snapshot, gate.condition.message) : full;
+  // Held, the plan is the order as it is: not even a retry-now's reset of the Failed workers is recorded.
+  const p = gate.waiting ? heldForApproval(snapshot, pinned, gate.condition.message) : full;
   if (gate.waiting) p.approval = gate.waiting;
   p.status.conditions = mergeConditions(p.status.conditions, [gate.condition], toIso(snapshot.now.getTime()), snapshot.order.metadata.generation);
   p.events = [...p.events, ...gate.events];
@@ -316,8 +317,8 @@ function heldForApproval(snapshot: Snapshot, planned: Snapshot, message: string)
 
 /** What every plan gets: the retry-now record, the update outcome, the Pinned condition, the request as desired, presence. */
 function finish(snapshot: Snapshot, retry: RetryNow | { snapshot: Snapshot; events: PlannedEvent[] }, p: Plan): Plan {
-  if ("annotations" in retry && retry.annotations && !p.paused) {
-    p.annotations = retry.annotations;
+  if (!p.paused) {
+    if ("annotations" in retry && retry.annotations) p.annotations = retry.annotations;
     p.events = [...retry.events, ...p.events];
   }
   const extra: ConditionInput[] = [];

@@ -177,7 +177,9 @@ describe("programEnv", () => {
 describe("loopSettings", () => {
   it("applies the defaults, and runs at least as many reconciles as updates at once", () => {
     expect(loopSettings({})).toEqual({ namespaces: [], intervalMs: 60_000, concurrency: 4, reconcileConcurrency: 16, healthPort: 8080,
-      healthHost: "127.0.0.1", leaseNamespace: "bmw-system", identity: undefined });
+      healthHost: "127.0.0.1", leaseNamespace: "bmw-system", identity: undefined, mode: "act" });
+    expect(loopSettings({ mode: "observe" }).mode).toBe("observe");
+    expect(() => loopSettings({ mode: "watch" })).toThrow(/--mode must be act or observe/);
     expect(loopSettings({ concurrency: 32 }).reconcileConcurrency).toBe(32);
     expect(loopSettings({ interval: 0.5, namespace: ["a"] })).toMatchObject({ intervalMs: 500, namespaces: ["a"] });
   });

@@ -109,6 +109,7 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
       },
       removeStack: async () => undefined,
       pin: async () => undefined,
+      stackExists: (r) => app.stacks.stackExists(r),
       programDigest: () => "stand-in",
     };
     return { ...app.reconcileDeps(), stacks, progressReportMs: 0 };

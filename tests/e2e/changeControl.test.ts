@@ -100,7 +100,7 @@ describe("change control by kind", () => {
     // An approval names the plan it approves: another one is refused and approves nothing.
     await expect(app.approve(ref, "0123456789ab")).rejects.toThrow(RefusedError);
     expect((await reconcile("after a refused approval"))?.action).toBe("paused");
-    const approved = await app.approve(ref); // the plan the order records as waiting
+    const approved = await app.approve(ref, waiting.fingerprint.slice(0, 12)); // what the operator saw
     expect(approved.fingerprint).toBe(waiting.fingerprint);
     const r = await reconcile("approved");
     expect(r?.action).toBe("up");

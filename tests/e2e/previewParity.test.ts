@@ -11,7 +11,6 @@ import { App } from "../../controller/app";
 import type { ReconcileResult } from "../../controller/reconcileDeps";
 import { Filter, withInstanceType, type BareMetalInstance, type FulfillmentClient } from "../../clients/fulfillment";
 import type { PreviewResult } from "../../stack/operations";
-import { PROGRAM_PROCESS_IN_JEST } from "../support/env";
 import { startTestLab, type TestLab } from "../support/labEnv";
 import { OrderProbe } from "../support/orderWatch";
 import { PreviewParity } from "../support/parity";
@@ -37,9 +36,10 @@ describe("a preview is what the next update does", () => {
   beforeAll(async () => {
     t = await startTestLab("parity");
     ref.namespace = await t.lab.createNamespace(`parity-${Date.now().toString(36)}`);
-    // The program may fail closed on a step (e.g. Agents not identifiable yet): in jest, as a process.
-    // A backoff long enough that only retry-now can end it within the test.
-    app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST, BMW_REFRESH_INTERVAL_MS: "0",
+    // The product's default program mode (inline): the loop's update planned from the handed-off observation,
+    // the preview from its own. No step of this life makes the program fail (tests/support/env.ts says why
+    // that matters in jest). A backoff long enough that only retry-now can end it within the test.
+    app = new App({ env: { ...t.env, BMW_REFRESH_INTERVAL_MS: "0",
       BMW_RESOURCE_BACKOFF_MS: "600000", BMW_RESOURCE_BACKOFF_CAP_MS: "600000" }, stateDir: t.stateDir });
     f = t.lab.fulfillmentClient();
     probe = new OrderProbe(t.lab.kubeConfig(), ref.namespace, ref.name, f);

@@ -1,9 +1,9 @@
 // Change control by kind (issue 17, point 2): every planned BMI create and delete has a kind; kinds the
 // policy names wait for an approval of exactly that plan (its fingerprint); a cap bounds creates in flight.
-import { fingerprint } from "../../planner";
-import { APPROVAL_REQUIRED_ANNOTATION, APPROVED_PLAN_ANNOTATION, PENDING_PLAN_ANNOTATION } from "../../planner/changeControl";
+import { APPROVAL_REQUIRED_ANNOTATION, APPROVED_PLAN_ANNOTATION, changesFingerprint, PENDING_PLAN_ANNOTATION } from "../../planner/changeControl";
+import { incarnationNames } from "../../io/incarnationNames";
 import type { Plan } from "../../planner/types";
-import { bmiFor, bmRequest, boundAgent, conditionOf, entry, iso, MIN, ORDER, planOf, SEC, type SnapOptions, statusOf } from "./builders";
+import { bmiFor, bmRequest, boundAgent, conditionOf, entry, iso, MIN, ORDER, planOf, SEC, type SnapOptions, statusOf, UID } from "./builders";
 
 const ready = entry("w1", { phase: "Ready", attemptCount: 0, readySince: iso(-3 * 60 * MIN) });
 const unbinding = { ...ready, phase: "Unbinding" as const, attemptStartedAt: iso(-1 * MIN) };
@@ -55,9 +55,27 @@ describe("approval", () => {
     const p = planOf({ ...scaleDown, ...policy, annotations: { [APPROVED_PLAN_ANNOTATION]: fp, [PENDING_PLAN_ANNOTATION]: fp } });
     expect(p.paused).toBeUndefined();
     expect(p.workers).toEqual([]); // the BMI is deleted by this update
-    expect(fingerprint(p)).toBe(fp);
+    expect(changesFingerprint(UID, p.changes!)).toBe(fp);
     expect(conditionOf(p, "ApprovalRequired")).toMatchObject({ status: "False", reason: "Approved" });
     expect(p.annotations?.[PENDING_PLAN_ANNOTATION]).toBeNull();
+    // Once nothing waits any more (the BMI is being deleted), the approval is withdrawn: it approves no later plan.
+    const done = planOf({ ...scaleDown, ...policy, bmis: [bmiFor("w1", { deleting: true, state: "Deleting" })],
+      annotations: { [APPROVED_PLAN_ANNOTATION]: fp } });
+    expect(done.annotations?.[APPROVED_PLAN_ANNOTATION]).toBeNull();
+  });
+
+  it("approves changes, not names: a new slot's create keeps its approval when a write moves the order's resourceVersion", () => {
+    const at = (rv: string, annotations: Record<string, string> = {}) => planOf({ nodeRequests: [bmRequest("compute", 1)],
+      annotations: { [APPROVAL_REQUIRED_ANNOTATION]: "create", ...annotations }, newName: incarnationNames(`${UID}/${rv}`),
+      orderPatch: (o) => { o.metadata.resourceVersion = rv; } });
+    const held = at("100");
+    expect(at("101").approval?.fingerprint).toBe(held.approval!.fingerprint);
+    expect(at("101").approval!.changes[0].bmi).not.toBe(held.approval!.changes[0].bmi); // the name moved with the resourceVersion
+    const approved = at("102", { [APPROVED_PLAN_ANNOTATION]: held.approval!.fingerprint });
+    expect(approved.paused).toBeUndefined();
+    expect(approved.fence).toHaveLength(1);
+    // The same changes of another order are another approval.
+    expect(changesFingerprint("another-uid", held.approval!.changes)).not.toBe(held.approval!.fingerprint);
   });
 
   it("an approval of another plan (the plan changed since) approves nothing", () => {
@@ -85,6 +103,9 @@ describe("approval", () => {
     const p = planOf({ ...deleting, configPatch: { approvalRequired: ["clusterDeletion"] } });
     expect(p.paused?.reason).toBe("ApprovalRequired");
     expect(p.approval?.changes.map((c) => c.kind)).toEqual(["clusterDeletion"]);
+    // Unknown BMIs are not absent ones: the deletion is held all the same.
+    const unknown = planOf({ ...deleting, bmis: undefined, configPatch: { approvalRequired: ["clusterDeletion"] } });
+    expect(unknown.paused?.reason).toBe("ApprovalRequired");
   });
 });
 

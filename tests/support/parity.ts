@@ -27,7 +27,11 @@ export class PreviewParity {
     }
     const previewed = preview.outputs.fingerprint;
     const declared = result.action === "up" ? result.up?.outputs?.fingerprint : result.plan && fingerprint(result.plan);
-    if (typeof previewed !== "string" || previewed !== declared) {
+    if (typeof previewed !== "string") {
+      this.mismatches.push(`${what}: the preview's program declared no fingerprint`);
+      return "parity: MISMATCH";
+    }
+    if (previewed !== declared) {
       this.movedBetween++;
       return "parity: the plan moved in between";
     }

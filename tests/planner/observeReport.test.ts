@@ -1,0 +1,35 @@
+// Observe-only mode's report (issue 17, point 4): where this controller's plan differs from the workers the
+// incumbent recorded in status.workers[]; nothing when both agree.
+import { observeReport } from "../../planner/observeReport";
+import { bmiFor, bmRequest, boundAgent, entry, iso, MIN, makeOrder, planOf, type SnapOptions } from "./builders";
+
+const ready = (name: string) => entry(name, { phase: "Ready", attemptCount: 0, readySince: iso(-3 * 60 * MIN) });
+/** Two Ready workers, as the incumbent recorded them, with the counts it wrote. */
+function recorded(o: SnapOptions = {}): SnapOptions {
+  return {
+    nodeRequests: [bmRequest("compute", 2)], workers: ["r1", "r2"].map(ready), bmis: ["r1", "r2"].map((x) => bmiFor(x)),
+    agents: ["r1", "r2"].map((x) => boundAgent(x, x, "added-to-existing-cluster")),
+    orderPatch: (order) => Object.assign(order.status!, { desiredWorkers: 2, currentWorkers: 2, readyWorkers: 2 }), ...o,
+  };
+}
+const report = (o: SnapOptions) => {
+  return observeReport(makeOrder(o), planOf(o));
+};
+
+describe("the observe-only report", () => {
+  it("agrees when the plan would change nothing the incumbent recorded", () => {
+    expect(report(recorded())).toMatchObject({ agrees: true, differences: [] });
+  });
+
+  it("names what it would do that the incumbent has not: a scale-up's create, a new slot, the counts", () => {
+    const r = report(recorded({ nodeRequests: [bmRequest("compute", 3)] }));
+    expect(r.agrees).toBe(false);
+    expect(r.differences).toEqual(["would create 1 new worker(s) in node set compute",
+      "desiredWorkers: recorded 2, planned 3", "currentWorkers: recorded 2, planned 3"]);
+  });
+
+  it("names a recorded worker it would move to another phase", () => {
+    const r = report(recorded({ agents: [boundAgent("r1", "r1", "added-to-existing-cluster"), boundAgent("r2", "r2", "unbinding-pending-user-action")] }));
+    expect(r.differences).toContain("worker r2: recorded Ready, planned Unbinding");
+  });
+});
