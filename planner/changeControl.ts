@@ -9,8 +9,8 @@ import { orderEvent } from "./events";
 import { canonicalJson, sha256 } from "./fingerprint";
 import { isDeleting } from "./management";
 import { labelledAgent } from "./correlation";
-import { desiredBinding, desiredBmi } from "./desired";
-import type { ChangeKind, DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerStatus } from "./types";
+import { desiredBinding, desiredBmi, observedBmiOf } from "./desired";
+import type { ChangeKind, DesiredWorker, Plan, PlannedEvent, Snapshot, WorkerStatus } from "./types";
 
 /** An order's own policy: "none" or a comma-separated list of kinds; it replaces the reconciler's setting. */
 export const APPROVAL_REQUIRED_ANNOTATION = "osac.openshift.io/approval-required";
@@ -33,11 +33,12 @@ export interface PlannedChange {
  * The BMI of a recorded worker that may still exist: the live one observed (not being deleted), or, while
  * the BMIs cannot be listed, any recorded incarnation (unknown is not absent: fail closed).
  */
-function liveBmiOf(entry: WorkerStatus, bmis: readonly ObservedBmi[] | undefined): { name: string; id?: string } | undefined {
-  const id = entry.bareMetalInstance?.id;
-  const name = entry.bareMetalInstance?.name;
-  if (bmis === undefined) return name && (id || entry.bmiCreateState === "Attempted") ? { name, ...(id ? { id } : {}) } : undefined;
-  const b = id ? bmis.find((x) => x.id === id) : name ? bmis.find((x) => x.name === name) : undefined;
+function liveBmiOf(snapshot: Snapshot, entry: WorkerStatus): { name: string; id?: string } | undefined {
+  if (snapshot.bmis === undefined) {
+    const { id, name } = entry.bareMetalInstance ?? {};
+    return name && (id || entry.bmiCreateState === "Attempted") ? { name, ...(id ? { id } : {}) } : undefined;
+  }
+  const b = observedBmiOf(snapshot, entry);
   return b && b.state !== "Deleting" ? b : undefined;
 }
 
@@ -75,7 +76,7 @@ export function plannedChanges(snapshot: Snapshot, plan: Plan): PlannedChange[] 
     out.push({ kind: prevBySlot.get(w.slot)?.phase === "Failed" ? "retry" : "create", op: "create", slot: w.slot, nodeSet: w.nodeSet, bmi: w.bmi.name });
   }
   for (const prev of previous) {
-    const live = liveBmiOf(prev, snapshot.bmis);
+    const live = liveBmiOf(snapshot, prev);
     if (!live || declared.get(prev.name) === live.name) continue;
     out.push({ kind: deleteKind(snapshot, prev), op: "delete", slot: prev.name, nodeSet: prev.nodeSet, bmi: live.name });
   }
@@ -114,7 +115,7 @@ export function holdDeclarations(snapshot: Snapshot, held: Plan): DesiredWorker[
   const declared = new Set(held.workers.map((w) => w.slot));
   const out: DesiredWorker[] = [];
   for (const entry of snapshot.order.status?.workers ?? []) {
-    const live = entry.kind === "BareMetalInstance" && !declared.has(entry.name) ? liveBmiOf(entry, snapshot.bmis) : undefined;
+    const live = entry.kind === "BareMetalInstance" && !declared.has(entry.name) ? liveBmiOf(snapshot, entry) : undefined;
     if (!live) continue;
     const adopted: WorkerStatus = { ...entry, bareMetalInstance: { name: live.name, ...(live.id ? { id: live.id } : {}) } };
     const worker: DesiredWorker = { slot: entry.name, nodeSet: entry.nodeSet, bmi: desiredBmi(snapshot, adopted, undefined) };
@@ -126,14 +127,14 @@ export function holdDeclarations(snapshot: Snapshot, held: Plan): DesiredWorker[
   return out;
 }
 
-/** Whether `full` (a finished, managed plan) must wait for approval under the order's policy. */
+/** Whether `full` (a finished, managed plan, its `changes` classified) must wait for approval under the order's policy. */
 export function approvalGate(snapshot: Snapshot, full: Plan): ApprovalGate {
   const annotations = snapshot.order.metadata.annotations ?? {};
   const policy = approvalPolicy(snapshot);
   // A cluster deletion under way (every worker reported Deleting) was approved, or not gated, when it began.
   const workers = snapshot.order.status?.workers ?? [];
   const underway = isDeleting(snapshot.order) && workers.every((w) => w.phase === "Deleting");
-  const changes = plannedChanges(snapshot, full);
+  const changes = full.changes ?? plannedChanges(snapshot, full);
   const gated = underway ? [] : changes.filter((c) => policy.kinds.has(c.kind));
   const bad = policy.invalid ? ` (the order's ${APPROVAL_REQUIRED_ANNOTATION} is not valid, so every kind waits: ${policy.invalid})` : "";
   if (gated.length === 0) {
