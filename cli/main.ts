@@ -4,7 +4,7 @@ import yargs, { type Argv } from "yargs";
 import { hideBin } from "yargs/helpers";
 import { parseOrderRef } from "../io/observe";
 import { LOOP_DEFAULTS, loopSettings } from "../config/loopSettings";
-import type { AppOptions, StatusReport } from "../controller/app";
+import type { App, AppOptions, StatusReport } from "../controller/app";
 import { describeChanges } from "../planner/changeControl";
 import type { Plan } from "../planner/types";
 
@@ -92,17 +92,10 @@ function orderCommands(cli: Cli): Cli {
         else console.log(`${argv.order}: ${r.action}${r.message ? ` (${r.message})` : ""}` +
           (r.up ? `; changes ${JSON.stringify(r.up.changes)} in ${Math.round(r.up.durationMs / 1000)} s` : ""));
       }))
-    .command("preview <order>", "refresh, then show what the next `pulumi up` of the order's stack does (writes nothing)", (y) => orderArg(y),
-      (argv) => withApp(argv, async (app) => {
-        progress(`previewing ${argv.order}`);
-        const p = await app.preview(parseOrderRef(argv.order));
-        if (argv.output === "json") {
-          console.log(JSON.stringify({ changes: p.changeSummary, steps: p.steps, planFingerprint: p.outputs.fingerprint,
-            planned: p.plan.changes ?? [], waiting: p.plan.approval, createsDeferred: p.plan.createsDeferred ?? 0 }));
-        } else {
-          process.stdout.write(formatPlanned(argv.order, p.plan) + p.stdout);
-        }
-      }))
+    .command("preview <order>", "refresh, then show what the next `pulumi up` of the order's stack does (writes nothing, unless --save)",
+      (y) => orderArg(y).option("save", { type: "boolean", default: false,
+        describe: "record this preview on the order; once approved (approve --plan <id>) the next update makes exactly its steps or none" }),
+      (argv) => withApp(argv, (app) => previewCommand(app, argv)))
     .command("status [order]", "table of workers (phase, attempts, next retry) and failing stack updates", (y) => y.positional("order", { type: "string" }),
       (argv) => withApp(argv, async (app) => {
         const report = await app.status(argv.order ? parseOrderRef(argv.order) : undefined);
@@ -128,7 +121,12 @@ function orderCommands(cli: Cli): Cli {
       (argv) => withApp(argv, async (app) => {
         const approved = await app.approve(parseOrderRef(argv.order), argv.plan);
         if (argv.output === "json") console.log(JSON.stringify(approved));
-        else console.log(`${argv.order}: changes ${approved.fingerprint.slice(0, 12)} approved: ${describeChanges(approved.changes)}; the next reconcile applies them`);
+        else if ("saved" in approved) {
+          console.log(`${argv.order}: saved preview ${approved.saved.id.slice(0, 12)} approved (${approved.saved.steps.length} step(s)); ` +
+            "the next update makes exactly those steps, or none (PlanDiverged)");
+        } else {
+          console.log(`${argv.order}: changes ${approved.fingerprint.slice(0, 12)} approved: ${describeChanges(approved.changes)}; the next reconcile applies them`);
+        }
       }))
     .command("unpin <order>", "drop a rollback pin: the stack follows the ClusterOrder's requests again", (y) => orderArg(y),
       (argv) => withApp(argv, async (app) => {
@@ -163,6 +161,22 @@ export function buildCli(args: string[]) {
     .help();
 }
 
+async function previewCommand(app: App, argv: CommonArgs & { order: string; save: boolean }): Promise<void> {
+  progress(`previewing ${argv.order}`);
+  const p = await app.preview(parseOrderRef(argv.order), { save: argv.save });
+  if (argv.output === "json") {
+    console.log(JSON.stringify({ changes: p.changeSummary, steps: p.steps, planFingerprint: p.outputs.fingerprint,
+      planned: p.plan.changes ?? [], waiting: p.plan.approval, createsDeferred: p.plan.createsDeferred ?? 0,
+      deletesDeferred: p.plan.deletesDeferred ?? 0, saved: p.saved }));
+    return;
+  }
+  process.stdout.write(formatPlanned(argv.order, p.plan) + p.stdout);
+  if (p.saved) {
+    process.stdout.write(`\nsaved preview ${p.saved.id.slice(0, 12)} (${p.saved.steps.length} step(s)); ` +
+      `approve it with: baremetal-workers approve ${argv.order} --plan ${p.saved.id.slice(0, 12)}\n`);
+  }
+}
+
 /** What `preview` prints above the engine's diff: the plan's changes by kind, what waits for approval and for the cap. */
 export function formatPlanned(order: string, plan: Plan): string {
   const lines = [`planned changes: ${plan.changes?.length ? describeChanges(plan.changes) : "none"}`];
@@ -170,7 +184,8 @@ export function formatPlanned(order: string, plan: Plan): string {
     lines.push(`waiting for approval (changes ${plan.approval.fingerprint.slice(0, 12)}): ${describeChanges(plan.approval.changes)}`,
       `  nothing below is applied until: baremetal-workers approve ${order} --plan ${plan.approval.fingerprint.slice(0, 12)}`);
   }
-  if (plan.createsDeferred) lines.push(`${plan.createsDeferred} more create(s) wait for the in-flight cap (BMW_MAX_CREATES_IN_FLIGHT)`);
+  if (plan.createsDeferred) lines.push(`${plan.createsDeferred} more create(s) wait for the in-flight caps (BMW_MAX_CREATES_IN_FLIGHT, BMW_HUB_MAX_CREATES_IN_FLIGHT)`);
+  if (plan.deletesDeferred) lines.push(`${plan.deletesDeferred} delete(s) wait for the in-flight caps (BMW_MAX_DELETES_IN_FLIGHT, BMW_HUB_MAX_DELETES_IN_FLIGHT)`);
   return lines.join("\n") + "\n\n";
 }
 

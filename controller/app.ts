@@ -9,9 +9,11 @@ import { plan as makePlan } from "../planner";
 import { COND_APPROVAL_REQUIRED, COND_PINNED, COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
 import { APPROVED_PLAN_ANNOTATION, describeChanges, type PlannedChange } from "../planner/changeControl";
 import type { ClusterOrder, Condition, Plan, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
-import { observe, OrderNotFoundError, type OrderRef } from "../io/observe";
+import { type Observation, observe, OrderNotFoundError, type OrderRef } from "../io/observe";
 import { ObserveCache } from "../io/observeCache";
 import { listOrderBmiDigests } from "../io/orderBmiDigests";
+import { hubCapped, observeHubInFlight } from "../io/hubInFlight";
+import { HubLedger } from "./hubLedger";
 import { pinKey, SettledOrders } from "./settledOrders";
 import {
   reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
@@ -25,6 +27,9 @@ import { type HistoryEntry, missingUpdateMessage } from "../stack/history";
 import { isLockedError } from "../stack/pulumiProcess";
 import type { PreviewResult } from "../stack/operations";
 import { StackManager } from "../stack/stacks";
+import { RefusedError } from "../lib/refused";
+import { approveSavedPreview, saveUpdatePreview } from "./savedPreviews";
+import type { SavedPreview } from "../planner/savedPreview";
 
 export interface AppOptions {
   stateDir?: string;
@@ -44,10 +49,7 @@ export interface AppOptions {
   log?: ReconcileDeps["log"];
 }
 
-/** Refusals are user errors (exit code 2), not failures. */
-export class RefusedError extends Error {
-  override name = "RefusedError";
-}
+export { RefusedError };
 
 /** The passphrase file: given (flag or environment), or (for a local state dir only) generated once beside it. */
 function passphraseFileFor(s: ReconcilerSettings): string {
@@ -159,6 +161,8 @@ export class App {
   private digest?: string;
   readonly memory = new Map<string, OrderMemory>();
   readonly observeCache = new ObserveCache();
+  /** Under a hub-wide cap: every order's creates and deletes in flight (created lazily, once the config is known). */
+  private hubLedger?: HubLedger;
   /** Orders a steady timer pass may skip (used by the loop; a reconcile records them). */
   readonly settled: SettledOrders;
   readonly stateDir: string;
@@ -216,6 +220,7 @@ export class App {
         await stacks.recover(ref);
         return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh, observation: o.observation });
       }),
+      preview: (ref, o) => inSlot(() => stacks.preview(ref, { observation: o.observation })),
       destroy: (ref) => inSlot(async () => {
         await stacks.recover(ref);
         await stacks.destroy(ref, { message: "destroy: the ClusterOrder is being deleted", onOutput });
@@ -239,6 +244,8 @@ export class App {
     return {
       kube: this.kube, fulfillment: this.fulfillment, stacks: this.runner(), config: this.config,
       ignitionCaFile: this.settings.ignitionCaFile, memory: this.memory, observeCache: this.observeCache, settled: this.settled,
+      ...(hubCapped(this.config) ? { hub: this.hubLedger ??= new HubLedger({ observe: this.hubInFlight, maxAgeMs: this.config.ignitionPollMs,
+        ...(this.log ? { log: (m: string, f: Record<string, unknown>) => this.log?.(m, f) } : {}) }) } : {}),
       refreshIntervalMs: this.reconcilerSettings.refreshIntervalMs,
       progressReportMs: this.reconcilerSettings.progressReportMs,
       durations: this.durations,
@@ -252,21 +259,29 @@ export class App {
     return r;
   }
 
-  /** The engine's preview of the next update, and the plan behind it: its changes by kind, what waits for approval or the cap. */
-  async preview(ref: OrderRef): Promise<PreviewResult & { plan: Plan }> {
+  /**
+   * The engine's preview of the next update, and the plan behind it: its changes by kind, what waits for
+   * approval or the cap. `save` records it on the order (planner/savedPreview.ts) for `approve --plan <id>`.
+   */
+  async preview(ref: OrderRef, opts: { save?: boolean } = {}): Promise<PreviewResult & { plan: Plan; saved?: SavedPreview }> {
     await this.mustExist(ref);
+    if (opts.save) return saveUpdatePreview({ kube: this.kube, stacks: this.stacks, observe: (r) => this.observeAndPlan(r) }, ref);
     const plan = await this.currentPlan(ref);
     // A plan that waits for approval is not applied by any update (the program refuses it): there is nothing to preview.
-    if (plan.approval) return { changeSummary: {}, stdout: "no update runs while the plan waits for approval\n", steps: [], outputs: {}, plan };
+    if (plan.approval) return { changeSummary: {}, stdout: "no update runs while the plan waits for approval (preview --save shows it as approved)\n", steps: [], outputs: {}, plan };
     return { ...(await this.stacks.preview(ref)), plan };
   }
 
   /** The plan a reconcile would make now (rollback pin included), from a read-only observation. */
   async currentPlan(ref: OrderRef): Promise<Plan> {
+    return (await this.observeAndPlan(ref)).plan;
+  }
+
+  private async observeAndPlan(ref: OrderRef): Promise<{ observation: Observation; plan: Plan }> {
     const pin = await this.runner().pin(ref);
-    const { snapshot } = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
-      ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache, createCatalogItem: false }, ref);
-    return makePlan({ ...snapshot, ...(pin ? { pin } : {}) });
+    const observation = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
+      ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache, createCatalogItem: false, hubInFlight: this.hubInFlight }, ref);
+    return { observation, plan: makePlan({ ...observation.snapshot, ...(pin ? { pin } : {}) }) };
   }
 
   /**
@@ -274,8 +289,10 @@ export class App {
    * characters or more, as preview, status and the ApprovalRequired condition show it). Refused when
    * nothing waits, or when what waits now is something else (it changed since it was looked at).
    */
-  async approve(ref: OrderRef, fingerprint: string): Promise<{ fingerprint: string; changes: PlannedChange[] }> {
-    await this.mustExist(ref);
+  async approve(ref: OrderRef, fingerprint: string): Promise<{ fingerprint: string; changes: PlannedChange[] } | { saved: SavedPreview }> {
+    const order = await this.mustExist(ref);
+    const saved = await approveSavedPreview(this.kube, ref, order, fingerprint);
+    if (saved) return { saved };
     const waiting = (await this.currentPlan(ref)).approval;
     if (!waiting) throw new RefusedError(`no planned change of ${ref.namespace}/${ref.name} waits for approval`);
     const named = fingerprint.trim();
@@ -351,6 +368,8 @@ export class App {
       return { action: "requeue", message };
     }
   }
+
+  private readonly hubInFlight = () => observeHubInFlight(this.kube, this.fulfillment);
 
   private async mustExist(ref: OrderRef) {
     const o = await this.kube.getClusterOrder(ref.namespace, ref.name);

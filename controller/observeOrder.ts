@@ -24,12 +24,19 @@ export async function observeAndPlan(deps: ReconcileDeps, ref: OrderRef, mem: Or
   // progress reports and conflict retries.
   if (opts.countErrors !== false) mem.consecutiveFulfillmentErrors = obs.fulfillmentError ? mem.consecutiveFulfillmentErrors + 1 : 0;
   const pin = await deps.stacks.pin(ref);
+  await deps.hub?.refresh();
+  // From here to the ledger's record, nothing awaits: no other order's plan can take the same hub budget.
+  const hub = deps.hub?.others(obs.snapshot.order.metadata.uid);
   const snapshot: Snapshot = {
     ...obs.snapshot, fulfillmentErrors: mem.consecutiveFulfillmentErrors, ...(pin ? { pin } : {}),
     ...(mem.lastUpdate ? { lastUpdate: mem.lastUpdate } : {}),
     ...(mem.createRejections?.length ? { createRejections: mem.createRejections } : {}),
+    ...(mem.savedPreview ? { savedPreviewOutcome: mem.savedPreview } : {}),
+    ...(hub ? { hub } : {}),
   };
-  return { observation: { ...obs, snapshot }, snapshot, plan: makePlan(snapshot), ...(pin ? { pin } : {}) };
+  const plan = makePlan(snapshot);
+  deps.hub?.record(snapshot, plan);
+  return { observation: { ...obs, snapshot }, snapshot, plan, ...(pin ? { pin } : {}) };
 }
 
 /** The hub as observation reads it, answering for the order with the version already in hand. */

@@ -8,6 +8,7 @@ import { ConflictError, InvalidClusterOrderError } from "../clients/kube";
 import { APPLIED_ANNOTATION, FINALIZER, INFRAENV_UID_ANNOTATION } from "../planner/names";
 import { withPin } from "../planner/pin";
 import { EV_RETRY_NOW } from "../planner/retryNow";
+import { type SavedPreview, stepsDivergence } from "../planner/savedPreview";
 import { isBareMetalRequest } from "../planner/status";
 import type { ClusterOrder, Plan, Snapshot } from "../planner/types";
 import type { Observation, OrderRef } from "../io/observe";
@@ -37,6 +38,15 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     deps.memory.delete(orderKey(ref));
     return { action: "ignored" };
   }
+  deps.hub?.begin(order.metadata.uid);
+  try {
+    return await reconcileOurs(deps, ref, order);
+  } finally {
+    deps.hub?.end(order.metadata.uid);
+  }
+}
+
+async function reconcileOurs(deps: ReconcileDeps, ref: OrderRef, order: ClusterOrder): Promise<ReconcileResult> {
   const mem = memoryOf(deps, ref);
   const settle = deps.settled?.begin(ref);
   if (order.metadata.deletionTimestamp) return finalize(deps, ref, order, mem);
@@ -48,9 +58,34 @@ export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promis
     if (settle && decision.action === "skip") recordIfSettled(deps, settle, mem, observed);
     return result;
   }
+  const saved = observed.plan.savedPreview;
+  if (saved) {
+    const refused = await previewSavedUpdate(deps, ref, mem, observed, saved);
+    if (refused) return refused;
+  }
   const observation = await fenceBeforeUpdate(deps, ref, mem, observed, decision);
   const up = await runUpdate(deps, ref, mem, observed, observation);
+  // What the update did, held to the saved preview it ran (the report removes the preview and says how it went).
+  if (saved) mem.savedPreview = { id: saved.id, ran: true, ...optional("diverged", stepsDivergence(saved, up, "done")) };
   return reportAfterUpdate(deps, ref, mem, decision, observed.plan, up);
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, V>);
+}
+
+/**
+ * An approved saved preview runs only if a preview of this very update (same observation, same program)
+ * shows exactly its steps. Otherwise nothing runs: the order is held with PlanDiverged True, naming the difference.
+ */
+async function previewSavedUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, observed: Observed,
+  saved: SavedPreview): Promise<ReconcileResult | undefined> {
+  const diverged = stepsDivergence(saved, await deps.stacks.preview(ref, { observation: observed.observation }), "previewed");
+  if (!diverged) return undefined;
+  mem.savedPreview = { id: saved.id, ran: false, diverged };
+  const held = await observeAndPlan(deps, ref, mem);
+  await reportLatest(deps, ref, mem, held);
+  return { action: "paused", plan: held.plan, message: held.plan.paused?.message };
 }
 
 export const EV_INVALID_CLUSTER_ORDER = "InvalidClusterOrder";

@@ -6,8 +6,10 @@ import type { HubApi } from "../clients/kube";
 import type { Observation, OrderRef } from "../io/observe";
 import type { ObserveCache } from "../io/observeCache";
 import type { SettledOrders } from "./settledOrders";
+import type { HubLedger } from "./hubLedger";
 import type { EngineStep } from "../stack/eventLog";
 import type { Pin } from "../planner/pin";
+import type { SavedPreviewOutcome } from "../planner/savedPreview";
 import type { CreateRejection, Plan, PlannerConfig, Snapshot } from "../planner/types";
 
 export interface UpResult {
@@ -36,6 +38,8 @@ export interface UpOptions {
 /** The stack operations a reconcile needs (stack/stacks.ts implements them on the Automation API). */
 export interface StackRunner {
   up(ref: OrderRef, opts: UpOptions): Promise<UpResult>;
+  /** `pulumi preview --refresh` of the update `up` with this observation would run: its steps and outputs. */
+  preview(ref: OrderRef, opts: Pick<UpOptions, "observation">): Promise<Pick<UpResult, "steps" | "outputs">>;
   destroy(ref: OrderRef): Promise<void>;
   removeStack(ref: OrderRef): Promise<void>;
   /** Extra program input (a rollback pin), undefined when none. */
@@ -60,6 +64,8 @@ export interface ReconcileDeps {
   ignitionCaFile?: string;
   /** The long-running loop's observation cache (shared catalog, ignitions); absent for one-off reconciles. */
   observeCache?: ObserveCache;
+  /** The hub's creates and deletes in flight, under a hub-wide cap (controller/hubLedger.ts). */
+  hub?: HubLedger;
   /** The long-running loop's settled orders: a skip that leaves an order settled is recorded there. */
   settled?: SettledOrders;
   /** The clock of every decision and timestamp a reconcile makes (default: the wall clock). */
@@ -88,6 +94,8 @@ export interface OrderMemory {
   lastRefreshAt?: number;
   /** Outcome of this order's last update in this process (undefined: none yet); every snapshot carries it. */
   lastUpdate?: Snapshot["lastUpdate"];
+  /** What this process last learned of the order's saved preview (planner/savedPreview.ts); every snapshot carries it. */
+  savedPreview?: SavedPreviewOutcome;
   /** Definitive Create rejections of the last failed update, until an update succeeds. */
   createRejections?: CreateRejection[];
   /** When this process recorded a slot incarnation's WaitingForAgent (the Agent correlation clock). */

@@ -290,6 +290,21 @@ function validSnapshot(v: unknown, ref: OrderRef): void {
     for (const k of ["bmiName", "code", "message"]) str(obj(r, a)[k], `${a}.${k}`);
   }));
   opt(s.lastUpdate, "snapshot.lastUpdate", (u, at) => bool(obj(u, at).ok, `${at}.ok`));
+  validChangeControl(s);
+}
+
+/** The snapshot's change-control fields: a preview's assumed approval, the hub's count, a saved preview's outcome. */
+function validChangeControl(s: Record<string, unknown>): void {
+  opt(s.previewApproval, "snapshot.previewApproval", str);
+  opt(s.hub, "snapshot.hub", (h, at) => {
+    num(obj(h, at).creates, `${at}.creates`);
+    num(obj(h, at).deletes, `${at}.deletes`);
+  });
+  opt(s.savedPreviewOutcome, "snapshot.savedPreviewOutcome", (o, at) => {
+    str(obj(o, at).id, `${at}.id`);
+    bool(obj(o, at).ran, `${at}.ran`);
+    opt(obj(o, at).diverged, `${at}.diverged`, str);
+  });
 }
 
 function validHandoff(value: unknown, ref: OrderRef): HandoffDocument {

@@ -12,9 +12,10 @@ import { incarnationNames, nameSeed } from "./incarnationNames";
 import { confirmOrderBmis, SystemTenantInvisibleError } from "./orderBmis";
 import { type FulfillmentTally, instanceTypeInfo, loadSharedCatalog } from "./sharedCatalog";
 import type { AgentObject, HubReader } from "../clients/kube";
+import { hubCapped, othersInFlight } from "./hubInFlight";
 import { INFRAENV_AGENT_LABEL, INFRAENV_UID_ANNOTATION, infraEnvName, NODE_SET_LABEL, ORDER_LABEL } from "../planner/names";
 import type {
-  ClusterOrder, DiskImageResolution, IgnitionFetch, InstanceTypeInfo, ObservedAgent, ObservedBmi, ObservedInfraEnv,
+  ClusterOrder, DiskImageResolution, IgnitionFetch, InFlight, InstanceTypeInfo, ObservedAgent, ObservedBmi, ObservedInfraEnv,
   ObservedNodePool, PlannerConfig, Snapshot,
 } from "../planner/types";
 
@@ -50,6 +51,11 @@ export interface ObserveDeps {
    * reconciler set this; a preview and the read-only commands only look (default).
    */
   createCatalogItem?: boolean;
+  /**
+   * The hub's creates and deletes in flight per order (hubInFlight.ts), read only under a hub-wide cap;
+   * without it, or when it fails, the snapshot has no hub count and nothing of a capped kind starts.
+   */
+  hubInFlight?: () => Promise<ReadonlyMap<string, InFlight>>;
 }
 
 /** What observation learned besides the snapshot: errors to report, calls made. */
@@ -325,6 +331,8 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
   const hub = await readHubObjects(deps.kube, order, ref.namespace);
   const reading = await readFulfillment(deps, order);
   const ignition = await fetchInfraEnvIgnition(deps, hub);
+  const others = hubCapped(deps.config) && deps.hubInFlight
+    ? await deps.hubInFlight().then((counts) => othersInFlight(counts, order.metadata.uid), () => undefined) : undefined;
   const { error: fulfillmentError, errorKind: fulfillmentErrorKind, goneBmiIds } = reading;
   const snapshot: Snapshot = {
     now,
@@ -344,6 +352,7 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
     ...(fulfillmentErrorKind ? { fulfillmentErrorKind } : {}),
     config: deps.config,
     newName: deps.newName ?? incarnationNames(nameSeed(order)),
+    ...(others ? { hub: others } : {}),
   };
   return {
     snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError: reading.catalogItemError,

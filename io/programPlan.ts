@@ -19,6 +19,8 @@ export interface ProgramPlanDeps {
   /** Fetches the discovery ignition at an URL (clients/ignition.ts fetchIgnition with the program's CA and limits). */
   loadIgnition: (url: string) => Promise<IgnitionFetch>;
   log: (message: string) => void;
+  /** A preview (dry run): only then may a handed-off snapshot plan as if approved (Snapshot.previewApproval). */
+  preview?: boolean;
 }
 
 export interface ProgramPlan {
@@ -79,7 +81,8 @@ export async function programPlan(deps: ProgramPlanDeps, ref: OrderRef, handoff:
   pin: Pin | undefined): Promise<ProgramPlan> {
   const handed = handoff ? await currentHandoff(deps, ref, handoff) : undefined;
   if (!handed) return observed(deps, pin);
-  let snapshot = handed.snapshot;
+  const { previewApproval, ...rest } = handed.snapshot;
+  let snapshot: Snapshot = deps.preview && previewApproval ? { ...rest, previewApproval } : rest;
   let plan = planPass(snapshot, handed.nameSeed, pin);
   if (handed.ignitionWithheld && mayCreateBmi(plan)) {
     const complete = await withIgnition(deps, snapshot);

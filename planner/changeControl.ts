@@ -48,10 +48,12 @@ function liveBmiOf(snapshot: Snapshot, entry: WorkerStatus): { name: string; id?
  * write moves): a create by kind, node set and (for a retry) slot; a delete by kind, slot and BMI name.
  */
 export function changesFingerprint(orderUid: string, changes: readonly PlannedChange[]): string {
-  const keys = changes.map((c) => (c.op === "create"
-    ? `create/${c.kind}/${c.nodeSet}/${c.kind === "retry" ? c.slot : ""}`
-    : `delete/${c.kind}/${c.slot}/${c.bmi}`)).sort();
-  return sha256(canonicalJson({ order: orderUid, changes: keys }));
+  return sha256(canonicalJson({ order: orderUid, changes: changes.map(changeKey).sort() }));
+}
+
+/** A change by what stays the same from one observation to the next (see changesFingerprint). */
+export function changeKey(c: PlannedChange): string {
+  return c.op === "create" ? `create/${c.kind}/${c.nodeSet}/${c.kind === "retry" ? c.slot : ""}` : `delete/${c.kind}/${c.slot}/${c.bmi}`;
 }
 
 /** Why a live BMI leaves the declared set, from the phase its worker had when the plan was made. */
@@ -144,7 +146,8 @@ export function approvalGate(snapshot: Snapshot, full: Plan): ApprovalGate {
     return { condition: cond(COND_APPROVAL_REQUIRED, "False", "NothingWaits", `no planned change waits for approval${bad}`), events: [], annotations: clear };
   }
   const fp = changesFingerprint(snapshot.order.metadata.uid, changes);
-  if (annotations[APPROVED_PLAN_ANNOTATION] === fp) {
+  // previewApproval: `preview --save` shows a waiting plan as it would apply once approved (never an update).
+  if (annotations[APPROVED_PLAN_ANNOTATION] === fp || snapshot.previewApproval === fp) {
     const clear: Record<string, string | null> = annotations[PENDING_PLAN_ANNOTATION] !== undefined ? { [PENDING_PLAN_ANNOTATION]: null } : {};
     return { condition: cond(COND_APPROVAL_REQUIRED, "False", "Approved", `changes ${fp.slice(0, 12)} were approved: ${describeChanges(gated)}`),
       events: [], annotations: clear };

@@ -24,13 +24,15 @@ export const COND_HOST_SAFETY_REFUSED = "HostSafetyRefused";
 export const COND_PINNED = "Pinned";
 /** Planned changes of kinds the approval policy names wait for `baremetal-workers approve` (planner/changeControl.ts). */
 export const COND_APPROVAL_REQUIRED = "ApprovalRequired";
+/** An approved saved preview (`preview --save`) is not what the update would do: the order is held (planner/savedPreview.ts). */
+export const COND_PLAN_DIVERGED = "PlanDiverged";
 
 /** Every condition type this planner owns, in the order it writes them. */
 export const PLANNER_CONDITION_TYPES: readonly string[] = [
   COND_WORKERS_FAILED, COND_INFRAENV_READY, COND_RHCOS_IMAGE_NOT_FOUND, COND_FULFILLMENT_UNAVAILABLE,
   COND_INVALID_NODE_REQUEST, COND_CLUSTER_NOT_READY, COND_AGENT_MATCH_AMBIGUOUS, COND_NODEPOOL_UNMAPPED, COND_MANAGED,
   COND_UPDATE_FAILED, COND_CATALOG_ITEM_NOT_FOUND, COND_WORKER_SPEC_DRIFT, COND_HOST_SAFETY_REFUSED, COND_PINNED,
-  COND_APPROVAL_REQUIRED,
+  COND_APPROVAL_REQUIRED, COND_PLAN_DIVERGED,
 ];
 
 export type ConditionInput = Omit<Condition, "lastTransitionTime" | "observedGeneration">;

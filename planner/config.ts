@@ -29,8 +29,19 @@ export function defaultPlannerConfig(): PlannerConfig {
     // Anything that deletes a BMI outside the known flows waits for a human; every known flow applies.
     approvalRequired: ["other"],
     maxCreatesInFlight: 0,
+    maxDeletesInFlight: 0,
+    hubMaxCreatesInFlight: 0,
+    hubMaxDeletesInFlight: 0,
   };
 }
+
+/** Blast-radius caps (0: none), per order and per hub. */
+const IN_FLIGHT_CAPS = {
+  BMW_MAX_CREATES_IN_FLIGHT: "maxCreatesInFlight",
+  BMW_MAX_DELETES_IN_FLIGHT: "maxDeletesInFlight",
+  BMW_HUB_MAX_CREATES_IN_FLIGHT: "hubMaxCreatesInFlight",
+  BMW_HUB_MAX_DELETES_IN_FLIGHT: "hubMaxDeletesInFlight",
+} as const satisfies Record<string, keyof PlannerConfig>;
 
 export const CHANGE_KINDS: readonly ChangeKind[] = ["create", "retry", "retire", "scaleDown", "clusterDeletion", "other"];
 
@@ -112,7 +123,10 @@ export function plannerConfigFromEnv(env: NodeJS.ProcessEnv): PlannerConfig {
     if (raw !== undefined) config[field] = parseList(variable, raw);
   }
   if (env.BMW_APPROVAL_REQUIRED !== undefined) config.approvalRequired = parseChangeKinds("BMW_APPROVAL_REQUIRED", env.BMW_APPROVAL_REQUIRED);
-  if (env.BMW_MAX_CREATES_IN_FLIGHT !== undefined) config.maxCreatesInFlight = parseNonNegativeInt("BMW_MAX_CREATES_IN_FLIGHT", env.BMW_MAX_CREATES_IN_FLIGHT);
+  for (const [variable, field] of Object.entries(IN_FLIGHT_CAPS)) {
+    const raw = env[variable];
+    if (raw !== undefined) config[field] = parseNonNegativeInt(variable, raw);
+  }
   if (config.ignitionMaxBytes > USER_DATA_HARD_LIMIT_BYTES) {
     throw new Error(`BMW_IGNITION_MAX_BYTES=${config.ignitionMaxBytes} exceeds the service's user_data limit of ${USER_DATA_HARD_LIMIT_BYTES} bytes`);
   }

@@ -1,7 +1,7 @@
 // The working state of one planning pass: inputs, the clock, and what the pass accumulates.
 import type { ClusterIdentity } from "./correlation";
 import type { Gates } from "./gates";
-import type { DesiredBinding, ObservedAgent, ObservedBmi, PlannedEvent, PlannerConfig, Snapshot, WorkerStatus } from "./types";
+import type { DesiredBinding, InFlight, ObservedAgent, ObservedBmi, PlannedEvent, PlannerConfig, Snapshot, WorkerStatus } from "./types";
 import { toIso } from "./time";
 import { clusterIdentity } from "./correlation";
 
@@ -23,6 +23,9 @@ export interface PlanContext {
   createBudget: number;
   /** Creates the cap made wait for a later pass. */
   createsDeferred: number;
+  /** Deletes this pass may still issue under the in-flight caps (Infinity: no cap). */
+  deleteBudget: number;
+  deletesDeferred: number;
 }
 
 /** One status entry on its way through the pass. */
@@ -54,16 +57,49 @@ export function newContext(snapshot: Snapshot, gates: Gates, createsAllowed: boo
     snapshot, config: snapshot.config, nowMs, nowIso: toIso(nowMs), gates,
     identity: clusterIdentity(snapshot.order, snapshot.clusterDeployment),
     createsAllowed, events: [], deadlines: [], ambiguities: [], createBudget: createBudget(snapshot), createsDeferred: 0,
+    deleteBudget: deleteBudget(snapshot), deletesDeferred: 0,
   };
 }
 
-/** The blast-radius cap: creates in flight (attempted, not yet bound) count against config.maxCreatesInFlight. */
+/**
+ * In flight for the blast-radius caps: creates attempted and not yet bound (Provisioning, WaitingForAgent
+ * with an incarnation, as status records them), and deletes issued and not finished (the order's BMIs the
+ * service shows Deleting).
+ */
+export function inFlightOf(snapshot: Snapshot): InFlight {
+  return { creates: createsInFlight(snapshot.order.status?.workers ?? []), deletes: (snapshot.bmis ?? []).filter((b) => b.state === "Deleting").length };
+}
+
+export function createsInFlight(workers: readonly WorkerStatus[]): number {
+  return workers.filter((w) => (w.phase === "Provisioning" || w.phase === "WaitingForAgent") && hasIncarnation(w)).length;
+}
+
+/** What the order's cap and the hub's cap (over the other orders' count, unknown: nothing) leave for this pass. */
+function budget(own: number, cap: number, hubCap: number, others: number | undefined): number {
+  let left = cap ? Math.max(0, cap - own) : Infinity;
+  if (hubCap) left = Math.min(left, others === undefined ? 0 : Math.max(0, hubCap - others - own));
+  return left;
+}
+
 function createBudget(snapshot: Snapshot): number {
-  const cap = snapshot.config.maxCreatesInFlight;
-  if (!cap) return Infinity;
-  const inFlight = (snapshot.order.status?.workers ?? []).filter((w) =>
-    (w.phase === "Provisioning" || w.phase === "WaitingForAgent") && hasIncarnation(w)).length;
-  return Math.max(0, cap - inFlight);
+  const { config } = snapshot;
+  return budget(inFlightOf(snapshot).creates, config.maxCreatesInFlight, config.hubMaxCreatesInFlight, snapshot.hub?.creates);
+}
+
+function deleteBudget(snapshot: Snapshot): number {
+  const { config } = snapshot;
+  return budget(inFlightOf(snapshot).deletes, config.maxDeletesInFlight, config.hubMaxDeletesInFlight, snapshot.hub?.deletes);
+}
+
+/** Takes one delete from the pass's budget; false (counted, due again at the next poll) when a cap is reached. */
+export function takeDelete(ctx: PlanContext): boolean {
+  if (ctx.deleteBudget > 0) {
+    ctx.deleteBudget--;
+    return true;
+  }
+  ctx.deletesDeferred++;
+  ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
+  return false;
 }
 
 /** Takes one create from the pass's budget; false (counted, due again at the next poll) when the cap is reached. */

@@ -15,10 +15,12 @@ export const EV_AMBIGUOUS_AGENT_MATCH = "AmbiguousAgentMatch";
 export const EV_STALE_IGNITION = "StaleIgnition";
 /** The final host-safety check refused a plan (invariant I1). */
 export const EV_HOST_SAFETY_REFUSED = "HostSafetyRefused";
+/** An approved saved preview is not what the update would do (planner/savedPreview.ts). */
+export const EV_PLAN_DIVERGED = "PlanDiverged";
 
 const WARNINGS: ReadonlySet<string> = new Set([
   EV_AGENT_REGISTRATION_TIMEOUT, EV_WORKER_FAILED, EV_IGNITION_SIZE_WARNING, EV_AMBIGUOUS_AGENT_MATCH, EV_STALE_IGNITION,
-  EV_HOST_SAFETY_REFUSED,
+  EV_HOST_SAFETY_REFUSED, EV_PLAN_DIVERGED,
 ]);
 
 /** An event about one incarnation of one slot: keyed by reason, slot and attempt. */

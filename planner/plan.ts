@@ -2,17 +2,16 @@
 // (clock = snapshot.now, names = snapshot.newName()). Three modes: deletion (never paused), paused
 // (Unmanaged, or the live BMIs are unknown: nothing is created or deleted), and managed.
 import {
-  COND_AGENT_MATCH_AMBIGUOUS, COND_HOST_SAFETY_REFUSED, COND_MANAGED, COND_WORKERS_FAILED, cond, mergeConditions, type ConditionInput,
+  COND_AGENT_MATCH_AMBIGUOUS, COND_APPROVAL_REQUIRED, COND_HOST_SAFETY_REFUSED, COND_MANAGED, COND_WORKERS_FAILED, cond, mergeConditions, type ConditionInput,
 } from "./conditions";
-import { bmiMayExist, confirmedGone, hasIncarnation, newContext, type PlanContext, type Work } from "./context";
+import { confirmedGone, hasIncarnation, newContext, type PlanContext, type Work } from "./context";
 import { driftCondition, specDrift } from "./drift";
 import { hostSafetyMessage, hostSafetyViolations, keepDeclarations, REASON_HOST_SAFETY_REFUSED } from "./hostSafety";
-import { desiredBinding, desiredBmi, desiredInfraEnv } from "./desired";
+import { desiredInfraEnv } from "./desired";
 import {
-  dedupeEvents, EV_HOST_SAFETY_REFUSED, EV_IGNITION_SIZE_WARNING, EV_INFRAENV_CREATED, EV_WORKER_DELETED, orderEvent,
+  dedupeEvents, EV_HOST_SAFETY_REFUSED, EV_PLAN_DIVERGED, EV_IGNITION_SIZE_WARNING, EV_INFRAENV_CREATED, EV_WORKER_DELETED, orderEvent,
 } from "./events";
 import { evaluateGates, type Gates } from "./gates";
-import { labelledAgent } from "./correlation";
 import { fulfillmentCondition, fulfillmentReported } from "./fulfillmentHealth";
 import { observeEntries } from "./lifecycle";
 import { isDeleting, isUnmanaged } from "./management";
@@ -21,13 +20,15 @@ import { mapNodePools, nodePoolCondition, type NodePoolMapping } from "./nodepoo
 import { presenceOf } from "./presence";
 import { pinnedCondition, withPin } from "./pin";
 import { applyRetryNow, RETRY_NOW_ANNOTATION, type RetryNow } from "./retryNow";
-import { approvalGate, holdDeclarations, plannedChanges, REASON_APPROVAL_REQUIRED } from "./changeControl";
-import { ACTIVE_PHASES, BOUND_PHASES, moveTo } from "./phases";
-import { createInputsKnown, scale } from "./scaling";
+import { APPROVED_PLAN_ANNOTATION, approvalGate, holdDeclarations, plannedChanges, REASON_APPROVAL_REQUIRED } from "./changeControl";
+import { REASON_PLAN_DIVERGED, SAVED_PREVIEW_ANNOTATION, savedPreviewGate } from "./savedPreview";
+import { moveTo } from "./phases";
+import { scale } from "./scaling";
+import { declare, existingDeclarations } from "./declarations";
 import { countWorkers, desiredWorkers, orderPhase } from "./status";
 import { toIso } from "./time";
 import { updateFailedCondition } from "./updateOutcome";
-import type { DesiredWorker, ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerDrift, WorkerStatus } from "./types";
+import type { ObservedBmi, Plan, PlannedEvent, Snapshot, WorkerDrift, WorkerStatus } from "./types";
 
 /** The floor of a computed requeue: never sooner than a second from now. */
 export const MIN_REQUEUE_MS = 1_000;
@@ -106,24 +107,6 @@ function planDeletion(snapshot: Snapshot): Plan {
   };
 }
 
-/** The declarations of the entries as they are (paused plans: `up` must not delete anything). */
-function existingDeclarations(snapshot: Snapshot, gates: Gates, entries: readonly WorkerStatus[]): DesiredWorker[] {
-  const out: DesiredWorker[] = [];
-  for (const e of entries) {
-    if (!ACTIVE_PHASES.has(e.phase) || !hasIncarnation(e)) continue;
-    if (!e.bareMetalInstance?.id && !gates.inputs) continue; // a create without its inputs is never declared
-    const worker: DesiredWorker = { slot: e.name, nodeSet: e.nodeSet, bmi: desiredBmi(snapshot, e, gates.inputs) };
-    if (BOUND_PHASES.has(e.phase)) {
-      const agent = labelledAgent(snapshot.agents, snapshot.order, e.name, undefined);
-      const binding = agent ? desiredBinding(snapshot, e, agent) : undefined;
-      if (binding) worker.binding = binding;
-      else worker.retainBinding = true;
-    }
-    out.push(worker);
-  }
-  return out;
-}
-
 function observedReplicas(snapshot: Snapshot): Record<string, number> {
   const sets = new Set((snapshot.order.spec.nodeRequests ?? []).map((r) => r.nodeSet));
   return Object.fromEntries(snapshot.nodePools.filter((np) => np.nodeSet !== undefined && sets.has(np.nodeSet)).map((np) => [np.name, np.replicas]));
@@ -150,44 +133,6 @@ function planPaused(snapshot: Snapshot, paused: { reason: string; message: strin
     events: [],
     requeueAt: requeueMs === undefined ? undefined : requeueAt(nowMs, [nowMs + requeueMs]),
   };
-}
-
-/**
- * A worker leaving the declared set (Failed, Unbinding, Deleting) keeps its declaration for the pass
- * that decides it: the BMI (and the retry history) goes only after the new phase is persisted.
- */
-function heldByTransition(w: Work): boolean {
-  return ACTIVE_PHASES.has(w.prev.phase) && !ACTIVE_PHASES.has(w.entry.phase) && bmiMayExist(w) && hasIncarnation(w.prev);
-}
-
-function declare(ctx: PlanContext, works: readonly Work[]): { workers: DesiredWorker[]; held: number } {
-  const workers: DesiredWorker[] = [];
-  let held = 0;
-  for (const w of works) {
-    if (w.drop) continue;
-    const e = w.entry;
-    const hold = heldByTransition(w);
-    let declared = hold;
-    if (ACTIVE_PHASES.has(e.phase)) {
-      declared = Boolean(w.fenced || e.bareMetalInstance?.id ||
-        (e.bmiCreateState === "Attempted" && e.bareMetalInstance?.name && createInputsKnown(ctx, e)));
-      if (!declared && hasIncarnation(e)) ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
-    }
-    if (!declared) continue;
-    if (hold) held++;
-    const source = hold ? w.prev : e;
-    const worker: DesiredWorker = { slot: e.name, nodeSet: e.nodeSet, bmi: desiredBmi(ctx.snapshot, source, ctx.gates.inputs) };
-    if (w.fenced) worker.requiresFence = true;
-    const bound = BOUND_PHASES.has(e.phase) || (hold && BOUND_PHASES.has(w.prev.phase)) || (hold && e.phase === "Unbinding");
-    if (bound && w.agent) {
-      const binding = desiredBinding(ctx.snapshot, e, w.agent);
-      if (binding) worker.binding = binding;
-    } else if (bound && w.retainBinding) {
-      worker.retainBinding = true;
-    }
-    workers.push(worker);
-  }
-  return { workers, held };
 }
 
 function nodeSetsWithoutRequest(gates: Gates, works: readonly Work[]): string[] {
@@ -277,6 +222,7 @@ function planManaged(snapshot: Snapshot): Plan {
     events: dedupeEvents(ctx.events),
     requeueAt: requeueAt(ctx.nowMs, ctx.deadlines),
     ...(ctx.createsDeferred > 0 ? { createsDeferred: ctx.createsDeferred } : {}),
+    ...(ctx.deletesDeferred > 0 ? { deletesDeferred: ctx.deletesDeferred } : {}),
   };
 }
 
@@ -296,21 +242,39 @@ export function plan(snapshot: Snapshot): Plan {
   const full = finish(snapshot, retry, guardHostSafety(retry.snapshot, planMode(retry.snapshot)));
   if (full.paused) return full;
   full.changes = plannedChanges(retry.snapshot, full);
+  const nowIso = toIso(snapshot.now.getTime());
+  const generation = snapshot.order.metadata.generation;
+  const annotations = snapshot.order.metadata.annotations ?? {};
+  // An approved saved preview binds the plan to exactly its changes; it is the approval of what it shows.
+  const saved = savedPreviewGate(retry.snapshot, full.changes, annotations[APPROVED_PLAN_ANNOTATION]);
+  if (saved.kind === "diverged") {
+    const held = heldPlan(snapshot, pinned, REASON_PLAN_DIVERGED, saved.message);
+    held.status.conditions = mergeConditions(held.status.conditions, [saved.condition], nowIso, generation);
+    held.events = [...held.events, orderEvent(EV_PLAN_DIVERGED, [saved.saved?.id ?? "invalid"], saved.message)];
+    return held;
+  }
+  if (saved.kind === "run") {
+    full.savedPreview = saved.saved;
+    full.status.conditions = mergeConditions(full.status.conditions, [saved.condition,
+      cond(COND_APPROVAL_REQUIRED, "False", "Approved", `approved as saved preview ${saved.saved.id.slice(0, 12)}`)], nowIso, generation);
+    return full;
+  }
   // Change control: kinds the approval policy names wait, and with them the whole plan (it is approved by its fingerprint).
   const gate = approvalGate(retry.snapshot, full);
   // Held, the plan is the order as it is: not even a retry-now's reset of the Failed workers is recorded.
-  const p = gate.waiting ? heldForApproval(snapshot, pinned, gate.condition.message) : full;
+  const p = gate.waiting ? heldPlan(snapshot, pinned, REASON_APPROVAL_REQUIRED, gate.condition.message) : full;
   if (gate.waiting) p.approval = gate.waiting;
-  p.status.conditions = mergeConditions(p.status.conditions, [gate.condition], toIso(snapshot.now.getTime()), snapshot.order.metadata.generation);
+  p.status.conditions = mergeConditions(p.status.conditions, [gate.condition, ...(saved.condition ? [saved.condition] : [])], nowIso, generation);
   p.events = [...p.events, ...gate.events];
-  const annotations = { ...p.annotations, ...gate.annotations };
-  if (Object.keys(annotations).length > 0) p.annotations = annotations;
+  const ran = snapshot.savedPreviewOutcome?.ran && annotations[SAVED_PREVIEW_ANNOTATION] !== undefined;
+  const changes = { ...p.annotations, ...gate.annotations, ...(ran ? { [SAVED_PREVIEW_ANNOTATION]: null, [APPROVED_PLAN_ANNOTATION]: null } : {}) };
+  if (Object.keys(changes).length > 0) p.annotations = changes;
   return p;
 }
 
-/** A plan that waits for approval: it declares every live BMI as it is (nothing is created or deleted). */
-function heldForApproval(snapshot: Snapshot, planned: Snapshot, message: string): Plan {
-  const held = planPaused(planned, { reason: REASON_APPROVAL_REQUIRED, message }, [], snapshot.config.ignitionPollMs);
+/** A plan that waits (for approval, or for a saved preview to be fixed): it declares every live BMI as it is. */
+function heldPlan(snapshot: Snapshot, planned: Snapshot, reason: string, message: string): Plan {
+  const held = planPaused(planned, { reason, message }, [], snapshot.config.ignitionPollMs);
   held.workers.push(...holdDeclarations(planned, held));
   return finish(snapshot, { snapshot: planned, events: [] }, held);
 }

@@ -3,6 +3,7 @@
 // the observer (io/observe.ts) builds a Snapshot, the program in index.ts declares what Plan asks for.
 import type { PlannedChange } from "./changeControl";
 import type { Pin } from "./pin";
+import type { SavedPreview, SavedPreviewOutcome } from "./savedPreview";
 
 /** Phases of a worker slot (OSAC-2135 §3.1). */
 export type WorkerPhase =
@@ -192,6 +193,17 @@ export interface PlannerConfig {
   approvalRequired: ChangeKind[];
   /** Most BMI creates in flight per order (Provisioning, WaitingForAgent); 0: no cap. */
   maxCreatesInFlight: number;
+  /** Most BMI deletes in flight per order (issued, the BMI not gone yet); 0: no cap. */
+  maxDeletesInFlight: number;
+  /** The same two caps over every order of the hub (Snapshot.hub gives the other orders' counts); 0: no cap. */
+  hubMaxCreatesInFlight: number;
+  hubMaxDeletesInFlight: number;
+}
+
+/** BMI creates and deletes in flight (planner/context.ts says what counts). */
+export interface InFlight {
+  creates: number;
+  deletes: number;
 }
 
 /** What kind of change a planned BMI create or delete is (issue 17: change control by kind). */
@@ -231,6 +243,18 @@ export interface Snapshot {
   fulfillmentErrors: number;
   /** A rollback pin (stack config `pin`): its counts replace the order's requested ones for planning. */
   pin?: Pin;
+  /**
+   * Plan as if this approval fingerprint were approved: set only for the engine preview of `preview --save`
+   * (the program drops it from any update), so that a plan waiting for approval can be previewed and saved.
+   */
+  previewApproval?: string;
+  /**
+   * The hub's other orders' creates and deletes in flight (io/hubInFlight.ts), for the hub-wide caps;
+   * undefined when not observed, and then, under a hub-wide cap, nothing of that kind starts.
+   */
+  hub?: InFlight;
+  /** What this reconciler last learned of the order's saved preview (planner/savedPreview.ts). */
+  savedPreviewOutcome?: SavedPreviewOutcome;
   /** What kind of fulfillment failure the last one was (a refused token is not an outage). */
   fulfillmentErrorKind?: "Unavailable" | "Unauthenticated" | "PermissionDenied" | "Other";
   config: PlannerConfig;
@@ -352,6 +376,10 @@ export interface Plan {
   changes?: PlannedChange[];
   /** Creates the in-flight cap (config.maxCreatesInFlight) left for later passes. */
   createsDeferred?: number;
+  /** BMI deletes the in-flight caps left for later passes (the BMIs stay declared as they are). */
+  deletesDeferred?: number;
   /** Set when the plan waits for approval: the fingerprint `approve` must name and the changes that wait. */
   approval?: { fingerprint: string; changes: PlannedChange[] };
+  /** Set when the plan runs an approved saved preview: the update must make exactly its steps. */
+  savedPreview?: SavedPreview;
 }

@@ -12,13 +12,19 @@ import { failpoint, failpointDelay } from "../lib/failpoints";
 import { observe, parseOrderRef } from "../io/observe";
 import type { HandoffSource } from "../io/handoff";
 import { programPlan } from "../io/programPlan";
+import { observeHubInFlight } from "../io/hubInFlight";
 import { fetchIgnition } from "../clients/ignition";
 import { settings as programSideSettings } from "../config/settings";
 import { writeFence } from "../io/status";
 import { fingerprint } from "../planner";
 import { REASON_HOST_SAFETY_REFUSED } from "../planner/hostSafety";
-import { REASON_APPROVAL_REQUIRED } from "../planner/changeControl";
+import { changeKey, REASON_APPROVAL_REQUIRED } from "../planner/changeControl";
+import { newNames, REASON_PLAN_DIVERGED } from "../planner/savedPreview";
+
+/** Plans the loop runs no update on: a preview or a manual `up` must not either. */
+const HELD_REASONS: ReadonlySet<string> = new Set([REASON_HOST_SAFETY_REFUSED, REASON_APPROVAL_REQUIRED, REASON_PLAN_DIVERGED]);
 import { parsePin } from "../planner/pin";
+import type { Plan } from "../planner/types";
 
 export interface OrderProgramInput {
   /** The program's settings as environment variables (config/settings.ts): BMW_* and KUBECONFIG. */
@@ -32,6 +38,17 @@ export interface OrderProgramInput {
 /** The program of one stack run with `input`. */
 export function orderProgram(input: OrderProgramInput): () => Promise<Record<string, unknown>> {
   return () => runOrderProgram(input);
+}
+
+function programOutputs(ref: { namespace: string; name: string }, plan: Plan, workers: Plan["workers"]): Record<string, unknown> {
+  return {
+    clusterOrder: `${ref.namespace}/${ref.name}`,
+    // What this update declared; the loop skips the next `up` while its own plan hashes the same.
+    fingerprint: fingerprint({ ...plan, workers }),
+    // What `preview --save` records (planner/savedPreview.ts): the changes by stable keys, and the new names to normalize.
+    plannedChanges: (plan.changes ?? []).map(changeKey).sort(),
+    newNames: newNames(plan.changes ?? []),
+  };
 }
 
 async function runOrderProgram({ env, handoff, clients }: OrderProgramInput): Promise<Record<string, unknown>> {
@@ -51,17 +68,17 @@ async function runOrderProgram({ env, handoff, clients }: OrderProgramInput): Pr
       config: plannerConfig,
       // A preview only looks: the system catalog item is created by a real update (or the reconciler), never by `pulumi preview`.
       observe: () => observe({ kube, fulfillment, config: plannerConfig, ignitionCaFile: settings.ignitionCaFile,
-        createCatalogItem: !pulumi.runtime.isDryRun() }, ref),
+        createCatalogItem: !pulumi.runtime.isDryRun(), hubInFlight: () => observeHubInFlight(kube, fulfillment) }, ref),
       loadIgnition: (url) => fetchIgnition(url, { caFile: settings.ignitionCaFile, maxBytes: plannerConfig.ignitionMaxBytes }),
       log: (message) => pulumi.log.info(message),
+      preview: pulumi.runtime.isDryRun(),
     }, ref, handoff, pin);
     if (snapshot.bmis === undefined) {
       // Declaring from an unknown BMI list could delete or duplicate workers: change nothing instead.
       throw new Error(`the fulfillment-service could not be read (${fulfillmentError}); ` +
         "nothing is created or deleted until its BareMetalInstances can be listed");
     }
-    if (plan.paused?.reason === REASON_HOST_SAFETY_REFUSED || plan.paused?.reason === REASON_APPROVAL_REQUIRED) {
-      // The loop runs no update on this plan; a preview or a manual `up` must not either.
+    if (plan.paused && HELD_REASONS.has(plan.paused.reason)) {
       throw new Error(plan.paused.message);
     }
     const unidentified = plan.workers.filter((w) => w.retainBinding && !w.binding).map((w) => w.slot);
@@ -92,11 +109,7 @@ async function runOrderProgram({ env, handoff, clients }: OrderProgramInput): Pr
       fulfillment: settings.fulfillment,
       kubeconfigPath: settings.kubeconfigPath,
     });
-    return {
-      clusterOrder: `${ref.namespace}/${ref.name}`,
-      // What this update declared; the loop skips the next `up` while its own plan hashes the same.
-      fingerprint: fingerprint({ ...plan, workers }),
-    };
+    return programOutputs(ref, plan, workers);
   } finally {
     if (!clients) fulfillment.close();
   }

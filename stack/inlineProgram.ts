@@ -159,7 +159,7 @@ export async function programOfRun(o: {
   command: "up" | "destroy" | "preview"; inline?: (handoff: HandoffSource | undefined) => PulumiProgram;
   observation?: Observation; ref?: OrderRef; privateDir: string;
 }): Promise<RunProgram> {
-  const handed = o.command === "up" && o.observation && o.ref ? { ref: o.ref, observation: o.observation } : undefined;
+  const handed = o.command !== "destroy" && o.observation && o.ref ? { ref: o.ref, observation: o.observation } : undefined;
   if (o.command !== "destroy" && o.inline) {
     const served = await serveProgram(o.inline(handed ? { encoded: encodeHandoff(handed.ref, handed.observation) } : undefined));
     return { args: served.args, env: {}, close: served.close, run: (cli, signal) => interruptedOnFailure(served, cli, signal) };

@@ -19,7 +19,7 @@ export interface OperationOptions {
   signal?: AbortSignal;
   /** `up` only: read every resource first (`--refresh`), so drift made outside Pulumi is part of the diff. */
   refresh?: boolean;
-  /** `up` only: the reconciler's observation, handed to the program (io/handoff.ts) so that it does not observe again. */
+  /** `up` and `preview`: the reconciler's observation, handed to the program (io/handoff.ts) so that it does not observe again. */
   observation?: Observation;
 }
 

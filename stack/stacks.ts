@@ -196,9 +196,9 @@ export class StackManager {
 
   /**
    * What the next `up` would do: `pulumi preview --refresh` of the program `up` runs, as the `--diff` display and
-   * as steps. No handoff: the program observes for itself, as in an admin's `pulumi preview`. Writes no state.
+   * as steps. Without an observation the program observes for itself, as in an admin's `pulumi preview`. Writes no state.
    */
-  async preview(ref: OrderRef, opts: { onOutput?: (chunk: string) => void; signal?: AbortSignal } = {}): Promise<PreviewResult> {
+  async preview(ref: OrderRef, opts: Pick<OperationOptions, "onOutput" | "signal" | "observation"> = {}): Promise<PreviewResult> {
     const stack = await this.ensureStack(ref);
     const r = await this.runWithEventLog("preview", stack.name, { ...opts, refresh: true }, ref);
     return { changeSummary: r.opMap ?? {}, stdout: r.stdout, steps: r.steps, outputs: r.outputs };

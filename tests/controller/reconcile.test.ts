@@ -107,6 +107,7 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
         calls.destroy++;
         return destroy(ref);
       },
+      preview: () => Promise.reject(new Error("no saved preview in these tests")),
       removeStack: async () => undefined,
       pin: async () => undefined,
       stackExists: (r) => app.stacks.stackExists(r),

@@ -1,13 +1,14 @@
 // Change control on the lab (issue 17, point 2): a blast-radius cap spreads a scale-up over passes, and an
 // order whose policy holds CAPI-driven scale-downs for approval keeps its released hosts until an operator
-// approves exactly that plan; an approval of another plan is refused and changes nothing.
+// approves exactly that plan; an approval of another plan is refused and changes nothing; a saved preview,
+// approved, is what the next update does, or nothing is done (PlanDiverged).
 import { App, RefusedError } from "../../controller/app";
 import type { ReconcileResult } from "../../controller/reconcileDeps";
 import type { FulfillmentClient } from "../../clients/fulfillment";
 import { APPROVAL_REQUIRED_ANNOTATION } from "../../planner/changeControl";
 import { formatPlanned } from "../../cli/main";
 import { PROGRAM_PROCESS_IN_JEST } from "../support/env";
-import { startTestLab, type TestLab } from "../support/labEnv";
+import { productEnv, startTestLab, type TestLab } from "../support/labEnv";
 import { OrderProbe } from "../support/orderWatch";
 
 jest.setTimeout(900_000);
@@ -101,12 +102,81 @@ describe("change control by kind", () => {
     await expect(app.approve(ref, "0123456789ab")).rejects.toThrow(RefusedError);
     expect((await reconcile("after a refused approval"))?.action).toBe("paused");
     const approved = await app.approve(ref, waiting.fingerprint.slice(0, 12)); // what the operator saw
-    expect(approved.fingerprint).toBe(waiting.fingerprint);
+    expect("fingerprint" in approved && approved.fingerprint).toBe(waiting.fingerprint);
     const r = await reconcile("approved");
     expect(r?.action).toBe("up");
     expect(r?.up?.changes.delete).toBeGreaterThanOrEqual(2);
     await drive("after approval", 3);
     expect(await live()).toBe(3);
     expect((await probe.order())?.status?.conditions?.find((c) => c.type === "ApprovalRequired")).toMatchObject({ status: "False" });
+  });
+
+  it("a saved preview, once approved, is what the update does; one the plan no longer matches fails closed (PlanDiverged)", async () => {
+    await probe.annotate(APPROVAL_REQUIRED_ANNOTATION, "create");
+    const creates = async () => (await t.lab.stats()).fulfillment.calls["BareMetalInstances/Create"] ?? 0;
+    const condition = async () => (await probe.order())?.status?.conditions?.find((c) => c.type === "PlanDiverged");
+    await probe.setCount(0, 4);
+    expect((await reconcile("scale-up waits"))?.plan?.approval?.changes.map((c) => c.kind)).toEqual(["create"]);
+    // The operator previews the waiting plan as it would apply, and saves it.
+    const preview = await app.preview(ref, { save: true });
+    const saved = preview.saved!;
+    note(`saved preview ${saved.id.slice(0, 12)}: ${saved.steps.join(" | ")}`);
+    expect(saved.changes).toEqual(["create/create/compute/"]);
+    expect(saved.steps.filter((s) => s.startsWith("create ") && s.endsWith("::new:compute:bmi"))).toHaveLength(1);
+    expect(saved.steps.every((s) => !s.startsWith("delete "))).toBe(true);
+    const before = await creates();
+    // The tenant asks for one more before the operator approves: the approved preview no longer matches the plan.
+    await probe.setCount(0, 5);
+    expect("saved" in (await app.approve(ref, saved.id.slice(0, 12)))).toBe(true);
+    for (let i = 1; i <= 2; i++) expect((await reconcile(`diverged ${i}`))?.action).toBe("paused");
+    expect(await creates()).toBe(before);
+    const diverged = await condition();
+    expect(diverged).toMatchObject({ status: "True", reason: "PlanDiverged" });
+    expect(diverged?.message).toContain("planned but not saved: create/create/compute/");
+    // Back to what was saved and approved: the update makes exactly the saved steps, then the preview is spent.
+    await probe.setCount(0, 4);
+    const r = await reconcile("as saved");
+    expect(r?.action).toBe("up");
+    expect(await creates()).toBe(before + 1);
+    expect(await condition()).toMatchObject({ status: "False", reason: "Applied" });
+    const annotations = (await probe.order())?.metadata.annotations ?? {};
+    expect(annotations["osac.openshift.io/saved-preview"]).toBeUndefined();
+    expect(annotations["osac.openshift.io/approved-plan"]).toBeUndefined();
+    await drive("after the saved preview", 4);
+  });
+
+  it("a hub-wide cap of 2 creates in flight is shared by the hub's orders: one order's creates wait for another's", async () => {
+    const stateDir = `${t.stateDir}-hub`;
+    const hubApp = new App({ env: { ...productEnv(t.lab, stateDir, { BMW_HUB_MAX_CREATES_IN_FLIGHT: "2" }), ...PROGRAM_PROCESS_IN_JEST }, stateDir });
+    const ns = await t.lab.createNamespace(`hub-${Date.now().toString(36)}`);
+    const orders = [{ namespace: ns, name: "hub-a" }, { namespace: ns, name: "hub-b" }];
+    for (const o of orders) await t.lab.createSampleOrder({ ...o, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }] });
+    const workers = async (o: { namespace: string; name: string }) => (await hubApp.kube.getClusterOrder(o.namespace, o.name))?.status?.workers ?? [];
+    const inFlight = async () => (await Promise.all(orders.map(workers))).flat().filter((w) => IN_FLIGHT.has(w.phase) && w.bareMetalInstance).length;
+    let peak = 0;
+    let waited = 0;
+    try {
+      for (let pass = 1; pass <= 30; pass++) {
+        for (const o of orders) {
+          // What the preview shows (the world's count) is what the reconcile then does (the ledger's).
+          const planned = await hubApp.currentPlan(o);
+          const r = await hubApp.reconcile(o);
+          note(`hub pass ${pass} ${o.name}: ${r.action}, creates waiting ${planned.createsDeferred ?? 0}`);
+          if (planned.createsDeferred) {
+            waited++;
+            expect(r.plan?.createsDeferred).toBe(planned.createsDeferred);
+          }
+          peak = Math.max(peak, await inFlight());
+        }
+        const all = (await Promise.all(orders.map(workers))).flat();
+        if (all.length === 4 && all.every((w) => w.phase === "Ready")) break;
+        await sleep(1_000);
+      }
+      expect((await Promise.all(orders.map(workers))).flat().map((w) => w.phase)).toEqual(["Ready", "Ready", "Ready", "Ready"]);
+      expect(peak).toBeLessThanOrEqual(2);
+      expect(waited).toBeGreaterThan(0);
+    } finally {
+      hubApp.close();
+    }
   });
 });

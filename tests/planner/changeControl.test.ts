@@ -132,3 +132,34 @@ describe("the in-flight create cap", () => {
     expect(planOf({ nodeRequests: [bmRequest("compute", 20)] }).fence).toHaveLength(20);
   });
 });
+
+describe("the in-flight delete cap and the hub-wide caps", () => {
+  const retired = ["w1", "w2", "w3"].map((n) => entry(n, { phase: "Deleting", attemptStartedAt: iso(-SEC) }));
+  const retiring: SnapOptions = { nodeRequests: [bmRequest("compute", 0)], workers: retired, bmis: retired.map((w) => bmiFor(w.name)) };
+  const declaredSlots = (p: Plan) => p.workers.map((w) => w.slot).sort();
+
+  it("deletes at most the cap's worth of BMIs at once; the others stay declared as they are until deletes finish", () => {
+    expect(declaredSlots(planOf(retiring))).toEqual([]); // no cap: all three go
+    const capped = planOf({ ...retiring, configPatch: { maxDeletesInFlight: 1 } });
+    expect(declaredSlots(capped)).toEqual(["w2", "w3"]);
+    expect(capped.deletesDeferred).toBe(2);
+    expect(capped.changes?.filter((c) => c.op === "delete").map((c) => c.slot)).toEqual(["w1"]);
+    expect(capped.workers.every((w) => w.bmi.adoptId)).toBe(true); // kept as they are: nothing is created
+    // w1's delete is in flight (the service shows it Deleting): nothing more this pass.
+    const inFlight = planOf({ ...retiring, bmis: [bmiFor("w1", { deleting: true, state: "Deleting" }), bmiFor("w2"), bmiFor("w3")],
+      configPatch: { maxDeletesInFlight: 1 } });
+    expect(declaredSlots(inFlight)).toEqual(["w2", "w3"]);
+    expect(inFlight.changes?.filter((c) => c.op === "delete")).toEqual([]);
+  });
+
+  it("counts the hub's other orders against the hub-wide caps, and starts nothing of a kind whose hub count is unknown", () => {
+    const creates = (o: SnapOptions) => planOf({ nodeRequests: [bmRequest("compute", 5)], ...o }).fence.length;
+    expect(creates({ configPatch: { hubMaxCreatesInFlight: 4 }, hub: { creates: 3, deletes: 0 } })).toBe(1);
+    expect(creates({ configPatch: { hubMaxCreatesInFlight: 4 }, hub: { creates: 9, deletes: 0 } })).toBe(0);
+    expect(creates({ configPatch: { hubMaxCreatesInFlight: 4 } })).toBe(0);
+    expect(creates({ configPatch: { hubMaxCreatesInFlight: 4, maxCreatesInFlight: 2 }, hub: { creates: 0, deletes: 0 } })).toBe(2);
+    const hubDeletes = planOf({ ...retiring, configPatch: { hubMaxDeletesInFlight: 3 }, hub: { creates: 0, deletes: 1 } });
+    expect(hubDeletes.deletesDeferred).toBe(1);
+    expect(declaredSlots(hubDeletes)).toEqual(["w3"]);
+  });
+});

@@ -20,6 +20,9 @@ describe("planner config", () => {
       maxWorkersPerNodeSet: 100,
       approvalRequired: ["other"],
       maxCreatesInFlight: 0,
+      maxDeletesInFlight: 0,
+      hubMaxCreatesInFlight: 0,
+      hubMaxDeletesInFlight: 0,
     });
   });
 
@@ -47,6 +50,9 @@ describe("planner config", () => {
     ["BMW_APPROVAL_REQUIRED", "none", "approvalRequired", []],
     ["BMW_MAX_CREATES_IN_FLIGHT", "3", "maxCreatesInFlight", 3],
     ["BMW_MAX_CREATES_IN_FLIGHT", "0", "maxCreatesInFlight", 0],
+    ["BMW_MAX_DELETES_IN_FLIGHT", "2", "maxDeletesInFlight", 2],
+    ["BMW_HUB_MAX_CREATES_IN_FLIGHT", "20", "hubMaxCreatesInFlight", 20],
+    ["BMW_HUB_MAX_DELETES_IN_FLIGHT", "5", "hubMaxDeletesInFlight", 5],
   ])("%s=%s overrides %s", (variable, value, field, expected) => {
     const config = plannerConfigFromEnv({ [variable]: value });
     expect(config[field as keyof typeof config]).toEqual(expected);
@@ -72,6 +78,7 @@ describe("planner config", () => {
     ["BMW_APPROVAL_REQUIRED", "scaledown"],
     ["BMW_APPROVAL_REQUIRED", ""],
     ["BMW_MAX_CREATES_IN_FLIGHT", "-1"],
+    ["BMW_HUB_MAX_DELETES_IN_FLIGHT", "x"],
   ])("%s=%j is rejected with an error naming the variable", (variable, value) => {
     expect(() => plannerConfigFromEnv({ [variable]: value })).toThrow(variable);
   });
