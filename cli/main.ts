@@ -189,7 +189,7 @@ export function formatPlanned(order: string, plan: Plan): string {
   return lines.join("\n") + "\n\n";
 }
 
-/** The workers table, then the orders whose updates fail, whose changes wait for approval, that are pinned; drift. */
+/** The workers table, then the orders whose updates fail, whose changes wait for approval, that are pinned or held by a saved preview; drift. */
 export function formatStatus(report: StatusReport): string {
   const out = [formatTable(report.workers.map((r) => ({ ...r })))];
   if (report.updateFailures.length > 0) {
@@ -204,6 +204,9 @@ export function formatStatus(report: StatusReport): string {
   }
   if (report.approvals?.length) out.push("", "WAITING FOR APPROVAL", formatTable(report.approvals.map((a) => ({ order: a.order, since: a.since, waiting: a.message }))));
   if (report.pinned?.length) out.push("", "PINNED BY A ROLLBACK", formatTable(report.pinned.map((a) => ({ order: a.order, since: a.since, pin: a.message }))));
+  if (report.diverged?.length) {
+    out.push("", "HELD: THE PLAN DIVERGED FROM ITS APPROVED SAVED PREVIEW", formatTable(report.diverged.map((a) => ({ order: a.order, since: a.since, why: a.message }))));
+  }
   return out.join("\n");
 }
 

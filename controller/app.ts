@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { FulfillmentClient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
 import { plan as makePlan } from "../planner";
-import { COND_APPROVAL_REQUIRED, COND_PINNED, COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
+import { COND_APPROVAL_REQUIRED, COND_PINNED, COND_PLAN_DIVERGED, COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
 import { APPROVED_PLAN_ANNOTATION, describeChanges, type PlannedChange } from "../planner/changeControl";
 import type { ClusterOrder, Condition, Plan, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
 import { type Observation, observe, OrderNotFoundError, type OrderRef } from "../io/observe";
@@ -114,9 +114,10 @@ export interface StatusReport {
   drift: (WorkerDrift & { order: string })[];
   /** Drifting orders whose drift could not be observed this time (deleted meanwhile, service unreadable). */
   driftUnknown?: { order: string; message: string }[];
-  /** Orders whose plan waits for `approve` (ApprovalRequired=True) and orders pinned by a rollback (Pinned=True). */
+  /** Orders whose plan waits for `approve` (ApprovalRequired=True), pinned by a rollback (Pinned=True), held by a saved preview (PlanDiverged=True). */
   approvals?: UpdateFailureRow[];
   pinned?: UpdateFailureRow[];
+  diverged?: UpdateFailureRow[];
 }
 
 /** Drift observations of `status` run at once: each is a full observation of one order. */
@@ -313,6 +314,7 @@ export class App {
       updateFailures: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions)),
       approvals: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions, COND_APPROVAL_REQUIRED)),
       pinned: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions, COND_PINNED)),
+      diverged: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions, COND_PLAN_DIVERGED)),
       ...(await driftReport(drifting, (o) => this.driftOf(o))),
     };
   }
