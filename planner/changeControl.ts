@@ -97,8 +97,16 @@ export function approvalPolicy(snapshot: Snapshot): { kinds: Set<ChangeKind>; in
   }
 }
 
+/**
+ * The changes in words that stay the same from one observation to the next, like the fingerprint's: a
+ * create is named by its node set (and a retry by its worker), not by the BMI and worker names a new
+ * incarnation gets from the resourceVersion. A condition naming those would change with every report
+ * that moves the resourceVersion, and so be written again on every pass.
+ */
 export function describeChanges(changes: readonly PlannedChange[]): string {
-  return changes.map((c) => `${c.op} ${c.bmi} (${c.kind}, worker ${c.slot})`).join("; ");
+  return changes.map((c) => (c.op === "create"
+    ? c.kind === "retry" ? `create a new BMI for worker ${c.slot} (retry, node set ${c.nodeSet})` : `create a new worker's BMI (create, node set ${c.nodeSet})`
+    : `delete ${c.bmi} (${c.kind}, worker ${c.slot})`)).join("; ");
 }
 
 export interface ApprovalGate {

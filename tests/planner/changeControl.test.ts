@@ -78,6 +78,18 @@ describe("approval", () => {
     expect(changesFingerprint("another-uid", held.approval!.changes)).not.toBe(held.approval!.fingerprint);
   });
 
+  it("a held plan reports the same condition whatever the resourceVersion (else each report, moving it, would change it again)", () => {
+    const held = (rv: string) => planOf({ nodeRequests: [bmRequest("compute", 2)], workers: [ready], bmis: [bmiFor("w1")],
+      annotations: { [APPROVAL_REQUIRED_ANNOTATION]: "create,retry" }, newName: incarnationNames(`${UID}/${rv}`),
+      orderPatch: (o) => { o.metadata.resourceVersion = rv; } });
+    const [a, b] = [held("200"), held("201")];
+    expect(a.paused?.reason).toBe("ApprovalRequired");
+    expect(a.approval?.changes[0].bmi).not.toBe(b.approval?.changes[0].bmi); // new names do move
+    expect(conditionOf(a, "ApprovalRequired")).toEqual(conditionOf(b, "ApprovalRequired"));
+    expect(a.events).toEqual(b.events);
+    expect(conditionOf(a, "ApprovalRequired")?.message).toContain("create a new worker's BMI (create, node set compute)");
+  });
+
   it("an approval of another plan (the plan changed since) approves nothing", () => {
     const held = planOf({ ...scaleDown, ...policy });
     // Since the approval, the tenant asked for one more worker: the plan is another one.
