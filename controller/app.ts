@@ -2,14 +2,16 @@
 // flags and environment, and offers the operators' verbs on top of them (the CLI is a thin shell).
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { FulfillmentClient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
 import { plan as makePlan } from "../planner";
-import { COND_APPROVAL_REQUIRED, COND_PINNED, COND_PLAN_DIVERGED, COND_UPDATE_FAILED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
+import { COND_APPROVAL_REQUIRED, COND_PINNED, COND_PLAN_DIVERGED, COND_WORKER_SPEC_DRIFT } from "../planner/conditions";
 import { APPROVED_PLAN_ANNOTATION, describeChanges, type PlannedChange } from "../planner/changeControl";
-import type { ClusterOrder, Condition, Plan, PlannerConfig, WorkerDrift, WorkerStatus } from "../planner/types";
-import { type Observation, observe, OrderNotFoundError, type OrderRef } from "../io/observe";
+import type { ClusterOrder, Plan, PlannerConfig, WorkerDrift } from "../planner/types";
+import { type Observation, observe, type OrderRef } from "../io/observe";
+import { driftReport, type StatusReport, statusRows, updateFailureRows } from "./statusReport";
 import { ObserveCache } from "../io/observeCache";
 import { listOrderBmiDigests } from "../io/orderBmiDigests";
 import { hubCapped, observeHubInFlight } from "../io/hubInFlight";
@@ -50,6 +52,7 @@ export interface AppOptions {
 }
 
 export { RefusedError };
+export * from "./statusReport";
 
 /** The passphrase file: given (flag or environment), or (for a local state dir only) generated once beside it. */
 function passphraseFileFor(s: ReconcilerSettings): string {
@@ -78,78 +81,6 @@ export function parseDesired(message: string): Record<string, number> | undefine
   return out;
 }
 
-export interface StatusRow {
-  order: string;
-  worker: string;
-  nodeSet: string;
-  phase: string;
-  bmi?: string;
-  attempts: number;
-  nextRetry?: string;
-  reason?: string;
-}
-
-export function statusRows(order: string, workers: WorkerStatus[]): StatusRow[] {
-  return workers.map((w) => ({
-    order, worker: w.name, nodeSet: w.nodeSet, phase: w.phase, bmi: w.bareMetalInstance?.name,
-    attempts: w.attemptCount ?? 0, nextRetry: w.nextRetryTime, reason: w.lastFailureReason,
-  }));
-}
-
-/** A failing stack update of an order, as its UpdateFailed condition says. */
-export interface UpdateFailureRow {
-  order: string;
-  /** lastTransitionTime: since when updates of the order fail. */
-  since?: string;
-  reason: string;
-  /** Which update failed and why (secret-free). */
-  message: string;
-}
-
-export interface StatusReport {
-  workers: StatusRow[];
-  /** Orders whose last update failed (UpdateFailed=True). */
-  updateFailures: UpdateFailureRow[];
-  /** Create-only inputs of live BMIs that differ from the request (kept as they are; only new incarnations change). */
-  drift: (WorkerDrift & { order: string })[];
-  /** Drifting orders whose drift could not be observed this time (deleted meanwhile, service unreadable). */
-  driftUnknown?: { order: string; message: string }[];
-  /** Orders whose plan waits for `approve` (ApprovalRequired=True), pinned by a rollback (Pinned=True), held by a saved preview (PlanDiverged=True). */
-  approvals?: UpdateFailureRow[];
-  pinned?: UpdateFailureRow[];
-  diverged?: UpdateFailureRow[];
-}
-
-/** Drift observations of `status` run at once: each is a full observation of one order. */
-export const STATUS_DRIFT_CONCURRENCY = 4;
-
-/**
- * The drift of every order, at most `concurrency` observations at a time. An order that cannot be
- * observed (deleted during the command, an unreadable service) gets a note, not a failed command.
- */
-export async function driftReport<O extends { metadata: { namespace: string; name: string } }>(
-  orders: readonly O[], driftOf: (order: O) => Promise<WorkerDrift[]>, concurrency = STATUS_DRIFT_CONCURRENCY,
-): Promise<Pick<StatusReport, "drift" | "driftUnknown">> {
-  const slots = new Slots(concurrency);
-  const results = await Promise.all(orders.map((o) => slots.run(async () => {
-    const order = `${o.metadata.namespace}/${o.metadata.name}`;
-    try {
-      return { drift: (await driftOf(o)).map((d) => ({ order, ...d })) };
-    } catch (err) {
-      const message = err instanceof OrderNotFoundError ? "the ClusterOrder was deleted meanwhile"
-        : `drift unknown: ${err instanceof Error ? err.message : String(err)}`;
-      return { drift: [], unknown: { order, message } };
-    }
-  })));
-  const driftUnknown = results.flatMap((r) => (r.unknown ? [r.unknown] : []));
-  return { drift: results.flatMap((r) => r.drift), ...(driftUnknown.length ? { driftUnknown } : {}) };
-}
-
-export function updateFailureRows(order: string, conditions: Condition[] | undefined, type = COND_UPDATE_FAILED): UpdateFailureRow[] {
-  const c = (conditions ?? []).find((x) => x.type === type && x.status === "True");
-  return c ? [{ order, since: c.lastTransitionTime, reason: c.reason, message: c.message }] : [];
-}
-
 export class App {
   readonly kube: Kube;
   readonly fulfillment: FulfillmentClient;
@@ -174,6 +105,7 @@ export class App {
 
   constructor(opts: AppOptions = {}) {
     const env = opts.env ?? process.env;
+    this.env = env;
     const s = reconcilerSettings(env, { stateDir: opts.stateDir, backendUrl: opts.backendUrl, passphraseFile: opts.passphraseFile });
     this.reconcilerSettings = s;
     this.onOutput = opts.onOutput;
@@ -190,12 +122,24 @@ export class App {
       onCall: onCall && ((method, code) => onCall(method.slice(method.lastIndexOf(".") + 1), code)),
     });
     this.stateDir = s.stateDir;
-    this.stacks = new StackManager({
+    this.stacks = this.stackManager({ workDir: s.workDir, stateDir: s.backendUrl ? undefined : this.stateDir, backendUrl: s.backendUrl });
+    this.settled = new SettledOrders({
+      listBmiDigests: () => listOrderBmiDigests(this.fulfillment),
+      pinOf: async (ref) => pinKey(await this.runner().pin(ref)),
+      resyncMs: s.resyncIntervalMs,
+    });
+  }
+
+  /** The settings and env this process was started with, for a second StackManager (observePreviews). */
+  private readonly env: NodeJS.ProcessEnv;
+
+  private stackManager(where: { workDir?: string; stateDir?: string; backendUrl?: string }): StackManager {
+    const s = this.reconcilerSettings;
+    const env = this.env;
+    return new StackManager({
       // Stack config files (Pulumi.<stack>.yaml) go beside Pulumi.yaml, so `pulumi preview` works from the
       // repository root; a pod, whose image is read-only, points BMW_WORK_DIR at its state volume.
-      workDir: s.workDir,
-      stateDir: s.backendUrl ? undefined : this.stateDir,
-      backendUrl: s.backendUrl,
+      ...where,
       passphraseFile: passphraseFileFor(s),
       envVars: programEnv(this.settings, env),
       historyRetention: s.historyRetention,
@@ -204,11 +148,25 @@ export class App {
       ...(s.programMode === "inline" ? { inlineProgram: (handoff) => orderProgram({ env: programEnv(this.settings, env), handoff,
         clients: { kube: this.kube, fulfillment: this.fulfillment } }) } : {}),
     });
-    this.settled = new SettledOrders({
-      listBmiDigests: () => listOrderBmiDigests(this.fulfillment),
-      pinOf: async (ref) => pinKey(await this.runner().pin(ref)),
-      resyncMs: s.resyncIntervalMs,
-    });
+  }
+
+  /**
+   * Observe mode's previews run on stacks of their own, in a file backend beside the state directory (or
+   * the temporary directory for a remote backend): the backend this controller acts on once switched on
+   * gets no stack before its first update, which then adopts the incumbent's workers.
+   */
+  observePreviews(): StackManager {
+    const dir = this.reconcilerSettings.backendUrl ? path.join(os.tmpdir(), "baremetal-workers-observe") : `${this.stateDir}-observe`;
+    this.previewStacks ??= this.stackManager({ workDir: path.join(dir, "project"), stateDir: path.join(dir, "state") });
+    return this.previewStacks;
+  }
+
+  private previewStacks?: StackManager;
+
+  /** Observe mode's preview of the update a plan would run (controller/observeOnly.ts), in an update slot like an update. */
+  observePreview(ref: OrderRef, observation: Observation): Promise<PreviewResult> {
+    const run = () => this.observePreviews().preview(ref, { observation });
+    return this.updateSlots ? this.updateSlots.run(run) : run();
   }
 
   runner(): StackRunner {
@@ -278,7 +236,7 @@ export class App {
     return (await this.observeAndPlan(ref)).plan;
   }
 
-  private async observeAndPlan(ref: OrderRef): Promise<{ observation: Observation; plan: Plan }> {
+  async observeAndPlan(ref: OrderRef): Promise<{ observation: Observation; plan: Plan }> {
     const pin = await this.runner().pin(ref);
     const observation = await observe({ kube: this.kube, fulfillment: this.fulfillment, config: this.config,
       ignitionCaFile: this.settings.ignitionCaFile, cache: this.observeCache, createCatalogItem: false, hubInFlight: this.hubInFlight }, ref);

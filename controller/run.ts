@@ -4,7 +4,7 @@
 import * as os from "node:os";
 import { type App, type AppOptions, createApp } from "./app";
 import { type ReconcileResult, TENANT_ANNOTATION } from "./reconcile";
-import { observeOnly } from "./observeOnly";
+import { observeOnly, type ObserveOnlyDeps } from "./observeOnly";
 import type { OrderRef } from "../io/observe";
 import { startHealthServer, Heartbeat, electionCheck, kubeReachable, allOf } from "./health";
 import { defaultIdentity, LeaderElector } from "./leader";
@@ -102,11 +102,13 @@ function leaderElector(app: App, identity: string, namespace: string, name: stri
 
 /** One reconcile of the loop, counted in the metrics and logged; keeps each order's worker gauges. */
 function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger, observe: boolean) {
+  const observer: ObserveOnlyDeps = { kube: app.kube, observeAndPlan: (r) => app.observeAndPlan(r),
+    preview: (r, o) => app.observePreview(r, o), previewed: new Map() };
   return async (ref: OrderRef): Promise<ReconcileResult> => {
     const done = metrics.startReconcile();
     const started = Date.now();
     try {
-      const r = observe ? await observeOnly(app, ref) : await app.reconcile(ref);
+      const r = observe ? await observeOnly(observer, ref) : await app.reconcile(ref);
       done(r.action === "skipped" ? "skipped" : "success");
       if (r.action === "skipped") metrics.countSkipped();
       if (r.up) metrics.countUp("succeeded");

@@ -17,7 +17,12 @@ export interface ObserveReport {
    * would write on every pass, beside the incumbent's conditional writes).
    */
   differences: string[];
+  /** What the engine's preview of this plan on a new stack showed (the program and its providers run, dormant). */
+  preview?: string;
 }
+
+/** The engine's preview of the plan, run on a stack of the observer's own (controller/observeOnly.ts). */
+export type PreviewOutcome = { ok: true; create: number; update: number; delete: number } | { ok: false; error: string };
 
 /** A change as the report names it: deletes and retries by their (existing) slot and BMI, new creates by node set. */
 function stableChanges(changes: readonly PlannedChange[]): string[] {
@@ -33,8 +38,13 @@ function stableChanges(changes: readonly PlannedChange[]): string[] {
 }
 
 /** Where `plan` (made from the order as the incumbent left it) differs from what the incumbent recorded. */
-export function observeReport(order: ClusterOrder, plan: Plan): ObserveReport {
+export function observeReport(order: ClusterOrder, plan: Plan, preview?: PreviewOutcome): ObserveReport {
   const differences: string[] = [];
+  if (preview && !preview.ok) differences.push(`the program's preview failed: ${preview.error}`);
+  // A new stack adopts the recorded BMIs by id: its preview creates resources and changes or deletes none.
+  if (preview?.ok && preview.update + preview.delete > 0) {
+    differences.push(`the preview would update ${preview.update} and delete ${preview.delete} resource(s)`);
+  }
   if (plan.paused && plan.paused.reason !== "Unmanaged" && plan.paused.reason !== "ApprovalRequired") {
     differences.push(`would change nothing: ${plan.paused.reason}`);
   }
@@ -54,5 +64,8 @@ export function observeReport(order: ClusterOrder, plan: Plan): ObserveReport {
   for (const k of ["desiredWorkers", "currentWorkers", "readyWorkers"] as const) {
     if (s?.[k] !== undefined && s[k] !== plan.status[k]) differences.push(`${k}: recorded ${s[k]}, planned ${plan.status[k]}`);
   }
-  return { agrees: differences.length === 0, differences };
+  return {
+    agrees: differences.length === 0, differences,
+    ...(preview?.ok ? { preview: `a new stack: ${preview.create} to create (recorded BMIs adopted by id), ${preview.update} to update, ${preview.delete} to delete` } : {}),
+  };
 }

@@ -1,4 +1,4 @@
-// Change control on the lab (issue 17, point 2): a blast-radius cap spreads a scale-up over passes, and an
+// Change control on the lab (issue 17, point 2): a blast-radius cap spreads a 20-worker scale-up over passes, and an
 // order whose policy holds CAPI-driven scale-downs for approval keeps its released hosts until an operator
 // approves exactly that plan; an approval of another plan is refused and changes nothing; a saved preview,
 // approved, is what the next update does, or nothing is done (PlanDiverged).
@@ -26,9 +26,9 @@ describe("change control by kind", () => {
   const note = (s: string) => process.stdout.write(`[change control] ${s}\n`);
 
   beforeAll(async () => {
-    t = await startTestLab("change-control");
+    t = await startTestLab("change-control", {}, { hosts: 32 });
     ref.namespace = await t.lab.createNamespace(`cc-${Date.now().toString(36)}`);
-    app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST, BMW_MAX_CREATES_IN_FLIGHT: "2" }, stateDir: t.stateDir });
+    app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST, BMW_MAX_CREATES_IN_FLIGHT: "5" }, stateDir: t.stateDir });
     f = t.lab.fulfillmentClient();
     probe = new OrderProbe(t.lab.kubeConfig(), ref.namespace, ref.name, f);
   });
@@ -63,23 +63,23 @@ describe("change control by kind", () => {
     throw new Error(`${what}: not Ready with ${n} workers: ${JSON.stringify((await probe.order())?.status?.workers?.map((w) => `${w.name}:${w.phase}`))}`);
   }
 
-  it("a cap of 2 creates in flight spreads a 1 → 5 scale-up over passes", async () => {
+  it("a cap of 5 creates in flight spreads a 1 → 20 scale-up over passes", async () => {
     uid = (await t.lab.createSampleOrder({ ...ref, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 1, instanceType: "compute" }] })).uid;
     await drive("create", 1);
     const creates = async () => (await t.lab.stats()).fulfillment.calls["BareMetalInstances/Create"] ?? 0;
     const before = await creates();
-    await probe.setCount(0, 5);
+    await probe.setCount(0, 20);
     // What the cap leaves for later is shown before anything happens.
-    expect(formatPlanned(`${ref.namespace}/${ref.name}`, await app.currentPlan(ref))).toContain("2 more create(s) wait for the in-flight cap");
-    const peak = await drive("scale-up", 5);
-    expect(peak).toBeLessThanOrEqual(2);
-    expect(await creates()).toBe(before + 4);
+    expect(formatPlanned(`${ref.namespace}/${ref.name}`, await app.currentPlan(ref))).toContain("14 more create(s) wait for the in-flight caps");
+    const peak = await drive("scale-up", 20, 80);
+    expect(peak).toBeLessThanOrEqual(5);
+    expect(await creates()).toBe(before + 19);
   });
 
   it("holds a CAPI scale-down for approval: the released hosts stay until exactly that plan is approved", async () => {
     await probe.annotate(APPROVAL_REQUIRED_ANNOTATION, "scaleDown");
     const live = async () => (await probe.bmis(uid)).filter((b) => !b.metadata?.deletion_timestamp).length;
-    await probe.setCount(0, 3);
+    await probe.setCount(0, 18);
     // CAPI releases two hosts (their workers go Unbinding); then the deletes wait.
     let held: ReconcileResult | undefined;
     for (let i = 1; i <= 20 && !held; i++) {
@@ -94,7 +94,7 @@ describe("change control by kind", () => {
     expect(order.status?.conditions?.find((c) => c.type === "ApprovalRequired")).toMatchObject({ status: "True", reason: "ApprovalRequired" });
     // Nothing is deleted while it waits, however often the loop comes back.
     for (let i = 0; i < 3; i++) expect((await reconcile(`waiting ${i + 1}`))?.action).toBe("paused");
-    expect(await live()).toBe(5);
+    expect(await live()).toBe(20);
     const preview = await app.preview(ref);
     expect(preview.changeSummary.delete ?? 0).toBe(0);
     expect(formatPlanned(`${ref.namespace}/${ref.name}`, preview.plan)).toContain(`--plan ${waiting.fingerprint.slice(0, 12)}`);
@@ -106,8 +106,8 @@ describe("change control by kind", () => {
     const r = await reconcile("approved");
     expect(r?.action).toBe("up");
     expect(r?.up?.changes.delete).toBeGreaterThanOrEqual(2);
-    await drive("after approval", 3);
-    expect(await live()).toBe(3);
+    await drive("after approval", 18);
+    expect(await live()).toBe(18);
     expect((await probe.order())?.status?.conditions?.find((c) => c.type === "ApprovalRequired")).toMatchObject({ status: "False" });
   });
 
@@ -115,7 +115,7 @@ describe("change control by kind", () => {
     await probe.annotate(APPROVAL_REQUIRED_ANNOTATION, "create");
     const creates = async () => (await t.lab.stats()).fulfillment.calls["BareMetalInstances/Create"] ?? 0;
     const condition = async () => (await probe.order())?.status?.conditions?.find((c) => c.type === "PlanDiverged");
-    await probe.setCount(0, 4);
+    await probe.setCount(0, 19);
     expect((await reconcile("scale-up waits"))?.plan?.approval?.changes.map((c) => c.kind)).toEqual(["create"]);
     // The operator previews the waiting plan as it would apply, and saves it.
     const preview = await app.preview(ref, { save: true });
@@ -126,7 +126,7 @@ describe("change control by kind", () => {
     expect(saved.steps.every((s) => !s.startsWith("delete "))).toBe(true);
     const before = await creates();
     // The tenant asks for one more before the operator approves: the approved preview no longer matches the plan.
-    await probe.setCount(0, 5);
+    await probe.setCount(0, 20);
     expect("saved" in (await app.approve(ref, saved.id.slice(0, 12)))).toBe(true);
     for (let i = 1; i <= 2; i++) expect((await reconcile(`diverged ${i}`))?.action).toBe("paused");
     expect(await creates()).toBe(before);
@@ -134,7 +134,7 @@ describe("change control by kind", () => {
     expect(diverged).toMatchObject({ status: "True", reason: "PlanDiverged" });
     expect(diverged?.message).toContain("planned but not saved: create/create/compute/");
     // Back to what was saved and approved: the update makes exactly the saved steps, then the preview is spent.
-    await probe.setCount(0, 4);
+    await probe.setCount(0, 19);
     const r = await reconcile("as saved");
     expect(r?.action).toBe("up");
     expect(await creates()).toBe(before + 1);
@@ -142,7 +142,7 @@ describe("change control by kind", () => {
     const annotations = (await probe.order())?.metadata.annotations ?? {};
     expect(annotations["osac.openshift.io/saved-preview"]).toBeUndefined();
     expect(annotations["osac.openshift.io/approved-plan"]).toBeUndefined();
-    await drive("after the saved preview", 4);
+    await drive("after the saved preview", 19);
   });
 
   it("a hub-wide cap of 2 creates in flight is shared by the hub's orders: one order's creates wait for another's", async () => {

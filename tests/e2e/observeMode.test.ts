@@ -65,6 +65,9 @@ describe("run --mode observe beside the incumbent", () => {
     observer = startReconciler(env, ["--mode", "observe", "--interval", "2", "--namespace", ref.namespace, "--lease-namespace", ref.namespace],
       path.join(t.lab.logsDir, "reconciler-observer.log"));
     await eventuallyPasses(async () => expect(reportOf(await probe.order())).toMatchObject({ agrees: true, differences: [] }), 120_000, 1_000);
+    // It ran the program and its providers too: a preview on a stack of its own, which would only adopt.
+    await eventuallyPasses(async () => expect(reportOf(await probe.order())?.preview).toMatch(/^a new stack: \d+ to create .*, 0 to update, 0 to delete$/),
+      120_000, 1_000);
 
     // The tenant asks for a third worker; the incumbent has not acted yet.
     await probe.setCount(0, 3);
@@ -91,8 +94,9 @@ describe("run --mode observe beside the incumbent", () => {
     observer = undefined;
     incumbent.close();
     const recorded = (await probe.order())!;
-    const ours = new App({ env: { ...productEnv(t.lab, path.join(t.lab.dir, "adopter-state")), ...PROGRAM_PROCESS_IN_JEST },
-      stateDir: path.join(t.lab.dir, "adopter-state") });
+    // Switched on with the state it observed with: its previews' stacks were not in this backend.
+    const stateDir = path.join(t.lab.dir, "observer-state");
+    const ours = new App({ env: { ...productEnv(t.lab, stateDir), ...PROGRAM_PROCESS_IN_JEST }, stateDir });
     try {
       expect(await ours.stacks.stackExists(ref)).toBe(false);
       const calls = async () => ({ ...(await t.lab.stats()).fulfillment.calls });

@@ -32,4 +32,14 @@ describe("the observe-only report", () => {
     const r = report(recorded({ agents: [boundAgent("r1", "r1", "added-to-existing-cluster"), boundAgent("r2", "r2", "unbinding-pending-user-action")] }));
     expect(r.differences).toContain("worker r2: recorded Ready, planned Unbinding");
   });
+
+  it("carries the engine's preview: a new stack that only adopts agrees; a failed preview or one that would change or delete does not", () => {
+    const o = recorded();
+    const ok = observeReport(makeOrder(o), planOf(o), { ok: true, create: 7, update: 0, delete: 0 });
+    expect(ok).toMatchObject({ agrees: true, preview: "a new stack: 7 to create (recorded BMIs adopted by id), 0 to update, 0 to delete" });
+    expect(observeReport(makeOrder(o), planOf(o), { ok: false, error: "provider host: connection refused" }).differences)
+      .toEqual(["the program's preview failed: provider host: connection refused"]);
+    expect(observeReport(makeOrder(o), planOf(o), { ok: true, create: 5, update: 1, delete: 1 }).differences)
+      .toEqual(["the preview would update 1 and delete 1 resource(s)"]);
+  });
 });

@@ -37,9 +37,9 @@ export function productEnv(lab: Lab, stateDir: string, extra: Record<string, str
   };
 }
 
-export async function startTestLab(name: string, timings: Partial<LabTimings> = {}): Promise<TestLab> {
+export async function startTestLab(name: string, timings: Partial<LabTimings> = {}, opts: { hosts?: number } = {}): Promise<TestLab> {
   const dir = path.join(runDir(), `lab-${name}`);
-  const lab = await startLab({ dir, kubeconfig: process.env.KUBECONFIG, preset: "fast", timings, detached: false });
+  const lab = await startLab({ dir, kubeconfig: process.env.KUBECONFIG, preset: "fast", timings, detached: false, ...opts });
   const stateDir = path.join(dir, "state");
   return { lab, env: productEnv(lab, stateDir), stateDir, stop: () => lab.stop() };
 }
