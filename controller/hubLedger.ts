@@ -2,8 +2,8 @@
 // Each plan records what will be in flight once its update ran (so two orders planned one after the other
 // cannot both take the last of the budget: taking and recording happen in one synchronous step), and the
 // world is read again (io/hubInFlight.ts) when the count is older than `maxAgeMs`, for what finished since.
-// An order whose reconcile is under way keeps the larger of its recorded and observed counts: its update
-// may not have issued what it planned yet.
+// An order whose reconcile was under way during a read keeps the larger of its recorded and observed
+// counts: the read may predate what its update issued.
 import { createsInFlight, inFlightOf } from "../planner/context";
 import type { InFlight, Plan, Snapshot } from "../planner/types";
 import { othersInFlight } from "../io/hubInFlight";
@@ -19,6 +19,8 @@ export class HubLedger {
   private counts = new Map<string, InFlight>();
   private recordedAt = new Map<string, number>();
   private underway = new Map<string, number>();
+  /** When each order's last reconcile ended. */
+  private endedAt = new Map<string, number>();
   private observedAt: number | undefined;
   private refreshing: Promise<void> | undefined;
   private readonly now: () => number;
@@ -42,8 +44,8 @@ export class HubLedger {
     try {
       world = await this.opts.observe();
     } catch (err) {
+      // Unknown until the next read; what plans recorded stays (reconciles under way still count).
       this.observedAt = undefined;
-      this.counts.clear();
       this.opts.log?.("the hub's creates and deletes in flight could not be read; nothing under a hub-wide cap starts", { error: String(err) });
       return;
     }
@@ -51,13 +53,11 @@ export class HubLedger {
     for (const uid of new Set([...world.keys(), ...this.counts.keys()])) {
       const seen = world.get(uid) ?? { creates: 0, deletes: 0 };
       const recorded = this.counts.get(uid);
-      if (recorded && this.underway.has(uid)) {
-        merged.set(uid, { creates: Math.max(seen.creates, recorded.creates), deletes: Math.max(seen.deletes, recorded.deletes) });
-      } else if (recorded && (this.recordedAt.get(uid) ?? 0) > startedAt) {
-        merged.set(uid, recorded); // planned after the read began: newer than what it saw
-      } else {
-        merged.set(uid, seen);
-      }
+      // The read may have seen the world before this order's fence or deletes: while its reconcile is under
+      // way, or if it planned or ended after the read began, the larger of the two counts stands.
+      const unsettled = this.underway.has(uid) || (this.recordedAt.get(uid) ?? 0) >= startedAt || (this.endedAt.get(uid) ?? 0) >= startedAt;
+      merged.set(uid, recorded && unsettled
+        ? { creates: Math.max(seen.creates, recorded.creates), deletes: Math.max(seen.deletes, recorded.deletes) } : seen);
     }
     this.counts = merged;
     this.observedAt = startedAt;
@@ -82,6 +82,7 @@ export class HubLedger {
   }
 
   end(uid: string): void {
+    this.endedAt.set(uid, this.now());
     const n = (this.underway.get(uid) ?? 1) - 1;
     if (n > 0) this.underway.set(uid, n);
     else this.underway.delete(uid);

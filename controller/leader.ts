@@ -34,6 +34,15 @@ export interface LeaderElectorOptions {
   retryPeriodMs?: number;
   onStartedLeading?: () => void;
   onStoppedLeading?: () => void;
+  /**
+   * Whether to hold the Lease at all (default: always). While false the elector only observes it; a
+   * holder steps down (onStoppedLeading), waits for `beforeRelease` (what it ran under the Lease has
+   * stopped), then releases it, so the next holder never overlaps with it.
+   */
+  wants?: () => boolean;
+  beforeRelease?: () => Promise<void>;
+  /** Labels of the Lease when this elector creates it. */
+  labels?: Record<string, string>;
   /** Called when a different holder is observed (including ourselves). */
   onNewLeader?: (identity: string) => void;
   logger?: Logger;
@@ -63,6 +72,8 @@ export class LeaderElector {
   private deadlineTimer: NodeJS.Timeout | undefined;
   private running = false;
   private inFlight: Promise<void> | undefined;
+  /** Stepped down and waiting for beforeRelease before releasing the Lease it still renews. */
+  private handover: { drained: boolean; done: Promise<void> } | undefined;
 
   constructor(private readonly opts: LeaderElectorOptions) {
     const leaseSeconds = opts.leaseDurationSeconds ?? 15;
@@ -133,13 +144,18 @@ export class LeaderElector {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.inFlight;
-    if (this.leading) {
+    // Stop acting first, let what ran under the Lease stop, then release it.
+    const handover = this.handover;
+    if (this.leading || handover) {
+      this.setLeading(false);
       try {
+        if (handover) await handover.done;
+        else await this.opts.beforeRelease?.();
         await this.release();
       } catch (e) {
         this.logError(e);
       }
-      this.setLeading(false);
+      this.handover = undefined;
     }
   }
 
@@ -219,7 +235,7 @@ export class LeaderElector {
       try {
         const created = await client.createLease({
           apiVersion: "coordination.k8s.io/v1", kind: "Lease",
-          metadata: { name, namespace },
+          metadata: { name, namespace, ...(this.opts.labels ? { labels: this.opts.labels } : {}) },
           spec: { holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 },
         });
         this.observe(created, nowMs);
@@ -296,7 +312,43 @@ export class LeaderElector {
     }, delayMs);
   }
 
+  /**
+   * While the Lease is not wanted: step down at once, keep renewing the Lease while `beforeRelease` waits for
+   * what ran under it (so nobody may take it meanwhile), then release it; or, not holding it, only observe it.
+   */
+  private async standAside(): Promise<void> {
+    try {
+      if (this.leading) {
+        this.setLeading(false);
+        const h = { drained: false, done: Promise.resolve() };
+        h.done = (this.opts.beforeRelease?.() ?? Promise.resolve()).catch((e) => this.logError(e)).finally(() => {
+          h.drained = true;
+        });
+        this.handover = h;
+      }
+      if (this.handover?.drained) {
+        await this.release();
+        this.handover = undefined;
+      } else if (this.handover) {
+        await this.attempt();
+      } else {
+        const current = await this.opts.client.getLease(this.opts.namespace, this.opts.name);
+        if (current) this.observe(current, this.now());
+      }
+      this.reachable = true;
+    } catch (e) {
+      this.reachable = false;
+      this.logError(e);
+    }
+  }
+
   private async tick(): Promise<void> {
+    if (this.opts.wants && !this.opts.wants()) {
+      await this.standAside();
+      this.schedule(this.retryMs);
+      return;
+    }
+    this.handover = undefined; // wanted again before it was released: keep it
     let held = false;
     try {
       held = await this.tryAcquireOrRenew();

@@ -21,9 +21,12 @@ export interface ObserveOnlyDeps {
   observeAndPlan(ref: OrderRef): Promise<{ observation: Observation; plan: Plan }>;
   /** The engine's preview of the update that plan would run, on a stack that is not the acting backend's. */
   preview(ref: OrderRef, observation: Observation): Promise<Pick<PreviewResult, "changeSummary">>;
-  /** Per order: the plan last previewed and what its preview showed. */
-  previewed: Map<string, { plan: string; outcome: PreviewOutcome }>;
+  /** Per order: the plan last previewed, what its preview showed, and when. */
+  previewed: Map<string, { plan: string; outcome: PreviewOutcome; at: number }>;
 }
+
+/** A failed preview is tried again after this long, even for the same plan (the cause may have been passing). */
+export const FAILED_PREVIEW_RETRY_MS = 10 * 60_000;
 
 /** The preview of this plan: run once per plan (a preview costs a pulumi run), remembered otherwise. */
 async function previewOnce(deps: ObserveOnlyDeps, ref: OrderRef, observation: Observation, plan: Plan): Promise<PreviewOutcome | undefined> {
@@ -33,7 +36,7 @@ async function previewOnce(deps: ObserveOnlyDeps, ref: OrderRef, observation: Ob
   // New workers' names move with the order's resourceVersion: key by what stays (existing workers, changes by kind).
   const planned = `${fingerprint({ ...plan, workers: plan.workers.filter((w) => !w.requiresFence) })}/${(plan.changes ?? []).map(changeKey).sort().join(",")}`;
   const last = deps.previewed.get(key);
-  if (last?.plan === planned) return last.outcome;
+  if (last?.plan === planned && (last.outcome.ok || Date.now() - last.at < FAILED_PREVIEW_RETRY_MS)) return last.outcome;
   let outcome: PreviewOutcome;
   try {
     const c = (await deps.preview(ref, observation)).changeSummary;
@@ -41,13 +44,16 @@ async function previewOnce(deps: ObserveOnlyDeps, ref: OrderRef, observation: Ob
   } catch (err) {
     outcome = { ok: false, error: redact(String((err as Error).message ?? err)).slice(0, 300) };
   }
-  deps.previewed.set(key, { plan: planned, outcome });
+  deps.previewed.set(key, { plan: planned, outcome, at: Date.now() });
   return outcome;
 }
 
 export async function observeOnly(deps: ObserveOnlyDeps, ref: OrderRef): Promise<ReconcileResult> {
   const order = await deps.kube.getClusterOrder(ref.namespace, ref.name);
-  if (!order) return { action: "gone" };
+  if (!order) {
+    deps.previewed.delete(`${ref.namespace}/${ref.name}`);
+    return { action: "gone" };
+  }
   if (!(order.spec.nodeRequests ?? []).some(isBareMetalRequest) && !(order.status?.workers ?? []).length) return { action: "ignored" };
   const { observation, plan } = await deps.observeAndPlan(ref);
   const report = observeReport(order, plan, await previewOnce(deps, ref, observation, plan));

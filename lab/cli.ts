@@ -4,6 +4,7 @@
 // Exit codes: 0 ok (status: everything running), 1 failure (status: a component is down),
 // 2 usage or refused (e.g. a partly running lab), 3 (status) no lab running.
 import * as fs from "node:fs";
+import * as path from "node:path";
 import yargs, { type Argv } from "yargs";
 import { hideBin } from "yargs/helpers";
 import type { LabFault } from "./labControl";
@@ -43,6 +44,7 @@ function describeLab(lab: Lab, reused: boolean): string {
     `  fulfillment ${lab.fulfillment.address} (${lab.fulfillment.plaintext ? "plaintext" : `TLS, CA ${lab.fulfillment.caFile}`}), admin token file ${lab.fulfillment.tokenFile}`,
     `  assisted-service ${lab.assisted.url} (CA ${lab.assisted.caFile})`,
     `  logs ${lab.logsDir}`,
+    ...(lab.postgresUrl ? [`  postgres ${lab.postgresUrl} (baremetal-workers --backend-url '${lab.postgresUrl}')`] : []),
     ...lab.orders.map((o) => `  sample ClusterOrder ${o.namespace}/${o.name} (NodePools ${Object.values(o.nodePools).join(", ")})`),
   ].join("\n");
 }
@@ -50,6 +52,7 @@ function describeLab(lab: Lab, reused: boolean): string {
 function labSummary(lab: Lab, reused: boolean) {
   return {
     reused, dir: lab.dir, labId: lab.labId, kubeconfig: lab.kubeconfigPath, fulfillment: lab.fulfillment, assisted: lab.assisted,
+    ...(lab.postgresUrl ? { postgresUrl: lab.postgresUrl } : {}),
     logsDir: lab.logsDir, timings: lab.timings, orders: lab.orders, status: lab.status(),
   };
 }
@@ -65,13 +68,14 @@ export function buildLabCli(args: string[]) {
         .option("timings", { choices: ["fast", "demo"] as const, default: "demo" as const, describe: "how long boots, installs and unbinds take" })
         .option("orders", { type: "number", default: 0, describe: "sample ClusterOrders to create (order-1..N)" })
         .option("hosts", { type: "number", default: 16, describe: "hosts in the inventory (3/4 compute, 1/4 gpu)" })
-        .option("kubeconfig", { type: "string", describe: "use this apiserver instead of starting one" }),
+        .option("kubeconfig", { type: "string", describe: "use this apiserver instead of starting one" })
+        .option("postgres", { type: "boolean", default: false, describe: "also run PostgreSQL (Debian package) for the postgres:// state backend" }),
       async (argv) => {
         const { startLab, defaultSampleOrders, labStatus } = await import("./index");
         const dir = await labDir(argv);
         const reused = labStatus(dir).state === "running";
         const lab = await startLab({
-          dir, preset: argv.timings, hosts: argv.hosts, kubeconfig: argv.kubeconfig,
+          dir, preset: argv.timings, hosts: argv.hosts, kubeconfig: argv.kubeconfig, postgres: argv.postgres,
           orders: reused ? [] : defaultSampleOrders(argv.orders),
         });
         print(argv, labSummary(lab, reused), describeLab(lab, reused));
@@ -82,7 +86,12 @@ export function buildLabCli(args: string[]) {
         const { stopLab } = await import("./index");
         const dir = await labDir(argv);
         await stopLab(dir);
-        if (argv.purge) fs.rmSync(dir, { recursive: true, force: true });
+        if (argv.purge) {
+          // As root, the PostgreSQL cluster may live outside the lab's directory (lab/postgres.ts clusterDir).
+          const { clusterDir } = await import("./postgres");
+          fs.rmSync(clusterDir(path.join(dir, "postgres")), { recursive: true, force: true });
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
         print(argv, { dir, stopped: true, purged: argv.purge }, `lab stopped: ${dir}${argv.purge ? " (purged)" : ""}`);
       })
     .command("status", "every component: PID alive?, address, log", (y) => y, async (argv) => {

@@ -16,6 +16,7 @@ import type { AssistedStats, ControllersConfig, RunningControllers } from "./con
 import type { LabStats } from "./fulfillment/labProtos";
 import type { RunningSimulator } from "./fulfillment/server";
 import { clearFaults, LabFault, setFault, simulatorStats } from "./labControl";
+import { postmasterPid, startPostgres, stopPostgres } from "./postgres";
 import { createSampleOrder, ensureNamespace, readPullSecretFile, SampleOrder, SampleOrderSpec } from "./orders";
 import { ensureLabCa, ensureServingCert } from "./pki";
 import { alive, logSize, spawnTs, stopPid, waitForEvent } from "./processes";
@@ -55,6 +56,8 @@ export interface StartLabOptions {
   scope?: "all" | "labelled";
   /** Serve the simulator in plaintext instead of TLS with the lab CA. */
   plaintextFulfillment?: boolean;
+  /** Also run a PostgreSQL server (lab/postgres.ts) for the `postgres://` state backend. */
+  postgres?: boolean;
 }
 
 export interface Lab {
@@ -65,6 +68,8 @@ export interface Lab {
   kubeconfigPath: string;
   /** The lab CA (signs the ignition endpoint and the simulator's certificate). */
   caFile: string;
+  /** With `postgres`: the `postgres://` backend URL of the lab's PostgreSQL (`--backend-url`). */
+  postgresUrl?: string;
   fulfillment: { address: string; caFile?: string; tokenFile: string; tenantTokenFile: string; plaintext: boolean };
   assisted: { url: string; caFile: string };
   /** `token` appears verbatim wherever the pull secret (or an ignition carrying it) leaks: scan for it. */
@@ -143,6 +148,10 @@ function readOrCreate(file: string, make: () => string): string {
   return fs.readFileSync(file, "utf8");
 }
 
+function postgresUrlOf(state: LabState): string | undefined {
+  return state.components.find((c) => c.name === "postgres")?.address;
+}
+
 function makeLab(state: LabState, orders: SampleOrder[]): Lab {
   const ps = readPullSecretFile(state.pullSecretFile);
   const namespaceLabels: Record<string, string> = {};
@@ -154,6 +163,7 @@ function makeLab(state: LabState, orders: SampleOrder[]): Lab {
   const lab: Lab = {
     dir: state.dir, labId: state.labId, mode: state.mode, logsDir: path.join(state.dir, "logs"),
     kubeconfigPath: state.kubeconfigPath, caFile: state.assisted.caFile, fulfillment: { ...state.fulfillment },
+    ...(postgresUrlOf(state) ? { postgresUrl: postgresUrlOf(state) } : {}),
     assisted: { ...state.assisted }, pullSecret: ps, namespaceLabels, timings: state.timings, orders,
     kubeConfig: () => {
       const kc = new k8s.KubeConfig();
@@ -318,6 +328,10 @@ export async function startLab(opts: StartLabOptions): Promise<Lab> {
       components.push({ name: "lab-controllers", pid: process.pid, address: state.assisted.url, log: ctlLog });
       inProcess.set(dir, { simulator: sim!, controllers });
     }
+    if (opts.postgres) {
+      const pg = await startPostgres(path.join(dir, "postgres"));
+      components.push({ name: "postgres", pid: postmasterPid(path.join(dir, "postgres")), address: pg.url, log: pg.logFile });
+    }
     delete state.stoppedAt;
     writeLabState(state);
   } catch (err) {
@@ -353,6 +367,7 @@ export async function stopLab(dir: string = defaultLabDir()): Promise<void> {
   }
   // Dependents first; the control plane last, as stopControlPlane orders it. Stopped here by PID
   // (zombie-aware: an orphan's exit may not be reaped at once), then its state file goes.
+  if (state.components.some((c) => c.name === "postgres" && alive(c.pid))) await stopPostgres(path.join(abs, "postgres"));
   const order: ComponentRecord["name"][] = ["lab-controllers", "fulfillment-simulator", "kube-controller-manager", "kube-apiserver", "etcd"];
   for (const name of order) {
     const c = state.components.find((x) => x.name === name);

@@ -7,7 +7,7 @@ import { readControlPlane } from "./controlplane";
 import { alive } from "./processes";
 import type { LabTimings } from "./timings";
 
-export type ComponentName = "etcd" | "kube-apiserver" | "kube-controller-manager" | "fulfillment-simulator" | "lab-controllers";
+export type ComponentName = "etcd" | "kube-apiserver" | "kube-controller-manager" | "fulfillment-simulator" | "lab-controllers" | "postgres";
 
 export interface ComponentRecord {
   name: ComponentName;

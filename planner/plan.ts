@@ -21,7 +21,7 @@ import { presenceOf } from "./presence";
 import { pinnedCondition, withPin } from "./pin";
 import { applyRetryNow, RETRY_NOW_ANNOTATION, type RetryNow } from "./retryNow";
 import { APPROVED_PLAN_ANNOTATION, approvalGate, holdDeclarations, plannedChanges, REASON_APPROVAL_REQUIRED } from "./changeControl";
-import { REASON_PLAN_DIVERGED, SAVED_PREVIEW_ANNOTATION, savedPreviewGate } from "./savedPreview";
+import { REASON_PLAN_DIVERGED, SAVED_PREVIEW_ANNOTATION, savedPreviewGate, type SavedPreviewGate } from "./savedPreview";
 import { moveTo } from "./phases";
 import { scale } from "./scaling";
 import { declare, existingDeclarations } from "./declarations";
@@ -246,7 +246,9 @@ export function plan(snapshot: Snapshot): Plan {
   const generation = snapshot.order.metadata.generation;
   const annotations = snapshot.order.metadata.annotations ?? {};
   // An approved saved preview binds the plan to exactly its changes; it is the approval of what it shows.
-  const saved = savedPreviewGate(retry.snapshot, full.changes, annotations[APPROVED_PLAN_ANNOTATION]);
+  // A deletion is gated by the approval of its kind alone: a saved preview (even a bad one) never holds nor releases it.
+  const saved: SavedPreviewGate = isDeleting(snapshot.order) ? { kind: "none" }
+    : savedPreviewGate(retry.snapshot, full.changes, annotations[APPROVED_PLAN_ANNOTATION]);
   if (saved.kind === "diverged") {
     const held = heldPlan(snapshot, pinned, REASON_PLAN_DIVERGED, saved.message);
     held.status.conditions = mergeConditions(held.status.conditions, [saved.condition], nowIso, generation);
@@ -266,7 +268,7 @@ export function plan(snapshot: Snapshot): Plan {
   if (gate.waiting) p.approval = gate.waiting;
   p.status.conditions = mergeConditions(p.status.conditions, [gate.condition, ...(saved.condition ? [saved.condition] : [])], nowIso, generation);
   p.events = [...p.events, ...gate.events];
-  const ran = snapshot.savedPreviewOutcome?.ran && annotations[SAVED_PREVIEW_ANNOTATION] !== undefined;
+  const ran = saved.kind === "none" && saved.ran;
   const changes = { ...p.annotations, ...gate.annotations, ...(ran ? { [SAVED_PREVIEW_ANNOTATION]: null, [APPROVED_PLAN_ANNOTATION]: null } : {}) };
   if (Object.keys(changes).length > 0) p.annotations = changes;
   return p;

@@ -71,7 +71,8 @@ export function normalizedSteps(steps: readonly StepRecord[], names: Record<stri
 export function savedPreviewOf(orderUid: string, changes: readonly string[], steps: readonly string[], savedAt: string): SavedPreview {
   const sortedChanges = [...changes].sort();
   const sortedSteps = [...steps].sort();
-  const id = sha256(canonicalJson({ order: orderUid, changes: sortedChanges, steps: sortedSteps }));
+  // savedAt too: saving the same changes again is another preview, whose approval and outcome are its own.
+  const id = sha256(canonicalJson({ order: orderUid, changes: sortedChanges, steps: sortedSteps, savedAt }));
   return { id, changes: sortedChanges, steps: sortedSteps, savedAt };
 }
 
@@ -121,39 +122,44 @@ export function describeDivergence(what: string, want: readonly string[], got: r
 }
 
 export type SavedPreviewGate =
-  /** No saved preview that applies: the plan goes on as usual (the condition, if any, is reported). */
-  | { kind: "none"; condition?: ConditionInput }
+  /** No saved preview that applies: the plan goes on as usual. `ran`: the order's saved preview was run, remove it. */
+  | { kind: "none"; condition?: ConditionInput; ran?: boolean }
   /** Approved and the plan's changes are the saved ones: the update must do exactly the saved steps. */
   | { kind: "run"; saved: SavedPreview; condition: ConditionInput }
   /** Fail closed: hold the order and say why. */
   | { kind: "diverged"; saved?: SavedPreview; message: string; condition: ConditionInput };
 
+const held = (snapshot: Snapshot) =>
+  (snapshot.order.status?.conditions ?? []).some((c) => c.type === COND_PLAN_DIVERGED && c.status === "True");
+
 /**
  * The saved preview's say on a finished plan: none (not saved, or saved and not yet approved), run it, or
- * hold the order because it diverged. `approvedPlan` is the order's approved-plan annotation.
+ * hold the order because it diverged. `approvedPlan` is the order's approved-plan annotation. PlanDiverged
+ * is True only while the order is held by it.
  */
 export function savedPreviewGate(snapshot: Snapshot, changes: readonly PlannedChange[], approvedPlan: string | undefined): SavedPreviewGate {
   const { saved, invalid } = readSavedPreview(snapshot.order);
-  const outcome = snapshot.savedPreviewOutcome;
+  const outcome = snapshot.savedPreviewOutcome?.id === saved?.id || !saved ? snapshot.savedPreviewOutcome : undefined;
   const ref = `${snapshot.order.metadata.namespace}/${snapshot.order.metadata.name}`;
+  const release = `nothing of this order is changed until it is saved and approved again or its ${SAVED_PREVIEW_ANNOTATION} annotation is removed`;
   if (invalid) {
     const message = `${invalid}; nothing of this order is changed until the annotation is fixed or removed`;
     return { kind: "diverged", message, condition: cond(COND_PLAN_DIVERGED, "True", "SavedPreviewInvalid", message) };
   }
-  if (saved && outcome && outcome.id === saved.id && !outcome.ran && outcome.diverged) {
-    const message = `the preview before the update of approved saved preview ${saved.id.slice(0, 12)} showed other steps ` +
-      `(${outcome.diverged}); nothing of this order is changed until it is saved and approved again or its ${SAVED_PREVIEW_ANNOTATION} annotation is removed`;
+  if (saved && outcome && !outcome.ran && outcome.diverged) {
+    const message = `the preview before the update of approved saved preview ${saved.id.slice(0, 12)} showed other steps (${outcome.diverged}); ${release}`;
     return { kind: "diverged", saved, message, condition: cond(COND_PLAN_DIVERGED, "True", REASON_PLAN_DIVERGED, message) };
   }
-  if (outcome?.ran && (!saved || outcome.id === saved.id)) {
+  if (outcome?.ran) {
     // Run by this reconciler: its annotations go with this report; the condition says how it went.
-    return { kind: "none", condition: outcome.diverged
-      ? cond(COND_PLAN_DIVERGED, "True", REASON_PLAN_DIVERGED, `the update of saved preview ${outcome.id.slice(0, 12)} diverged: ${outcome.diverged}`)
+    return { kind: "none", ran: Boolean(saved), condition: outcome.diverged
+      ? cond(COND_PLAN_DIVERGED, "False", "DivergedDuringUpdate",
+        `the update of saved preview ${outcome.id.slice(0, 12)} made other steps than its preview (the world moved in between): ${outcome.diverged}`)
       : cond(COND_PLAN_DIVERGED, "False", "Applied", `the update did exactly what saved preview ${outcome.id.slice(0, 12)} showed`) };
   }
   if (!saved) {
-    return outcome
-      ? { kind: "none", condition: cond(COND_PLAN_DIVERGED, "False", "SavedPreviewRemoved", `saved preview ${outcome.id.slice(0, 12)} was removed; the order is reconciled as usual`) }
+    return held(snapshot)
+      ? { kind: "none", condition: cond(COND_PLAN_DIVERGED, "False", "NoSavedPreview", "no saved preview holds this order") }
       : { kind: "none" };
   }
   if (approvedPlan !== saved.id) {
@@ -162,8 +168,7 @@ export function savedPreviewGate(snapshot: Snapshot, changes: readonly PlannedCh
   }
   const diff = describeDivergence("planned", saved.changes, changes.map(changeKey).sort());
   if (diff) {
-    const message = `the plan no longer makes the changes of approved saved preview ${saved.id.slice(0, 12)} (${diff}); ` +
-      `nothing of this order is changed until it is saved and approved again or its ${SAVED_PREVIEW_ANNOTATION} annotation is removed`;
+    const message = `the plan no longer makes the changes of approved saved preview ${saved.id.slice(0, 12)} (${diff}); ${release}`;
     return { kind: "diverged", saved, message, condition: cond(COND_PLAN_DIVERGED, "True", REASON_PLAN_DIVERGED, message) };
   }
   return { kind: "run", saved, condition: cond(COND_PLAN_DIVERGED, "False", "SavedPreviewApproved",

@@ -38,6 +38,7 @@ export interface HubApi {
   createEvent(order: Pick<ClusterOrder, "metadata">, event: EventInput, now?: Date): Promise<boolean>;
 
   // Leader election
+  listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]>;
   getLease(namespace: string, name: string): Promise<LeaseObject | undefined>;
   createLease(lease: LeaseObject): Promise<LeaseObject>;
   replaceLease(lease: LeaseObject): Promise<LeaseObject>;

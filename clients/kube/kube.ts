@@ -243,6 +243,10 @@ export class Kube implements HubApi {
 
   // ---- Leases -----------------------------------------------------------------------------------
 
+  listLeases(namespace: string, labelSelector?: string): Promise<LeaseObject[]> {
+    return this.list<LeaseObject>(KINDS.Lease, namespace, labelSelector);
+  }
+
   getLease(namespace: string, name: string): Promise<LeaseObject | undefined> {
     return this.getOrUndefined<LeaseObject>(KINDS.Lease, namespace, name);
   }

@@ -52,6 +52,27 @@ describe("the hub ledger", () => {
     expect(l.others("x")?.creates).toBe(1);
   });
 
+  it("a reconcile that ended while the world was read keeps its count: the read may predate its fence", async () => {
+    let release!: () => void;
+    let answer = counts({});
+    const { l, advance } = ledger(() => new Promise((resolve) => { release = () => resolve(answer); }));
+    const first = l.refresh();
+    release();
+    await first;
+    const three = { nodeRequests: [bmRequest("compute", 3)] };
+    const uid = snap(three).order.metadata.uid;
+    l.begin(uid);
+    l.record(snap(three), planOf(three)); // planned before the read
+    advance(2_000);
+    const reading = l.refresh(); // the read starts: the world does not show the fence yet
+    advance(10);
+    l.end(uid); // the reconcile ends while the read is out
+    answer = counts({ [uid]: [0, 0] });
+    release();
+    await reading;
+    expect(l.others("x")?.creates).toBe(3);
+  });
+
   it("reads the world once per interval, and a failed read makes the count unknown (nothing under a hub cap starts)", async () => {
     let reads = 0;
     let fail = false;

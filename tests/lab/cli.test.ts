@@ -1,8 +1,9 @@
 // `lab up|status|down` as an operator runs them: detached processes with their own control plane,
 // PIDs and logs in the state directory; a second `up` reuses, a crashed component is reported and a
-// partly running lab is refused; `down` stops everything by PID.
+// partly running lab is refused; `down` stops everything by PID. With `--postgres`, a PostgreSQL server too.
 import * as fs from "node:fs";
 import * as k8s from "@kubernetes/client-node";
+import { Client } from "pg";
 import type { LabStatus } from "../../lab";
 import { alive } from "../../lab/processes";
 import { runTs } from "../support/run";
@@ -11,6 +12,7 @@ import { tempDir } from "./helpers";
 
 interface UpOutput {
   reused: boolean;
+  postgresUrl?: string;
   kubeconfig: string;
   orders: { namespace: string; name: string; nodePools: Record<string, string> }[];
   status: LabStatus;
@@ -22,19 +24,25 @@ const json = <T>(out: string): T => JSON.parse(out.trim().split("\n").pop() ?? "
 let pids: number[] = [];
 
 afterAll(async () => {
-  await lab("down");
+  await lab("down", "--purge");
   for (const pid of pids) expect(alive(pid)).toBe(false);
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
 test("lab up starts every component detached; up again reuses it; status reports a killed component; down stops all", async () => {
-  const up = await lab("up", "--timings", "fast", "--orders", "1", "--output", "json");
+  const up = await lab("up", "--timings", "fast", "--orders", "1", "--postgres", "--output", "json");
   expect({ code: up.code, stderr: up.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
   const first = json<UpOutput>(up.stdout);
   expect(first.reused).toBe(false);
   expect(first.status.state).toBe("running");
   expect(first.status.components.map((c) => c.name)).toEqual(
-    ["etcd", "kube-apiserver", "kube-controller-manager", "fulfillment-simulator", "lab-controllers"]);
+    ["etcd", "kube-apiserver", "kube-controller-manager", "fulfillment-simulator", "lab-controllers", "postgres"]);
+  // The state backend's database answers at the URL the lab prints.
+  expect(first.postgresUrl).toMatch(/^postgres:\/\/pulumi@127\.0\.0\.1:\d+\/pulumi\?sslmode=disable$/);
+  const db = new Client({ connectionString: first.postgresUrl });
+  await db.connect();
+  expect((await db.query("SELECT current_database() AS d")).rows[0]).toEqual({ d: "pulumi" });
+  await db.end();
   pids = first.status.components.map((c) => c.pid);
   for (const c of first.status.components) {
     expect(c.pid).not.toBe(process.pid);
@@ -71,7 +79,7 @@ test("lab up starts every component detached; up again reuses it; status reports
   const report = json<LabStatus>(crashed.stdout);
   expect(report.state).toBe("degraded");
   expect(report.components.find((c) => c.name === "lab-controllers")?.alive).toBe(false);
-  expect(report.components.filter((c) => c.alive)).toHaveLength(4);
+  expect(report.components.filter((c) => c.alive)).toHaveLength(5);
   const text = await lab("status");
   expect(text.stdout).toMatch(/lab-controllers\s+DOWN/);
 

@@ -28,11 +28,11 @@ function at(rv: string, n: number, annotations: Record<string, string> = {}, ext
 }
 
 /** `preview --save` of the order at `rv`: the plan as approved (previewApproval), its changes and normalized steps. */
-function save(rv: string, n: number) {
+function save(rv: string, n: number, savedAt = "2026-12-05T00:00:00Z") {
   const held = planOf(at(rv, n));
   const shown = planOf({ ...at(rv, n), previewApproval: held.approval!.fingerprint });
   const steps = normalizedSteps(stepsOf(shown), newNames(shown.changes!));
-  return savedPreviewOf(UID, shown.changes!.map(changeKey), steps, "2026-12-05T00:00:00Z");
+  return savedPreviewOf(UID, shown.changes!.map(changeKey), steps, savedAt);
 }
 
 describe("what a saved preview records", () => {
@@ -109,7 +109,34 @@ describe("an approved saved preview", () => {
     expect(ran.savedPreview).toBeUndefined();
     expect(ran.annotations).toMatchObject({ [SAVED_PREVIEW_ANNOTATION]: null, [APPROVED_PLAN_ANNOTATION]: null });
     expect(conditionOf(ran, "PlanDiverged")).toMatchObject({ status: "False", reason: "Applied" });
+    // The world moved between the preview and the update: said, but nothing holds the order any more.
     const after = planOf(at("108", 2, {}, { savedPreviewOutcome: { id: saved.id, ran: true, diverged: "done but not saved: delete b" } }));
-    expect(conditionOf(after, "PlanDiverged")).toMatchObject({ status: "True", reason: "PlanDiverged" });
+    expect(conditionOf(after, "PlanDiverged")).toMatchObject({ status: "False", reason: "DivergedDuringUpdate" });
+  });
+
+  it("saving the same changes again is another preview: the first one's outcome neither removes nor holds it", () => {
+    const again = save("100", 2, "2026-12-05T01:00:00Z");
+    expect(again.id).not.toBe(saved.id);
+    const o = { savedPreviewOutcome: { id: saved.id, ran: true } };
+    const p = planOf(at("109", 2, { [SAVED_PREVIEW_ANNOTATION]: JSON.stringify(again), [APPROVED_PLAN_ANNOTATION]: again.id }, o));
+    expect(p.savedPreview?.id).toBe(again.id);
+    expect(p.annotations?.[SAVED_PREVIEW_ANNOTATION]).toBeUndefined();
+    const refused = { savedPreviewOutcome: { id: saved.id, ran: false, diverged: "x" } };
+    expect(planOf(at("110", 2, { [SAVED_PREVIEW_ANNOTATION]: JSON.stringify(again), [APPROVED_PLAN_ANNOTATION]: again.id }, refused)).paused).toBeUndefined();
+  });
+
+  it("PlanDiverged is True only while it holds the order: once the saved preview is gone it turns False", () => {
+    const wasHeld = planOf(at("111", 2, {}, { orderPatch: (o) => {
+      o.metadata.resourceVersion = "111";
+      o.status!.conditions = [{ type: "PlanDiverged", status: "True", reason: "PlanDiverged", message: "held", lastTransitionTime: "2026-12-05T00:00:00Z" }];
+    } }));
+    expect(conditionOf(wasHeld, "PlanDiverged")).toMatchObject({ status: "False", reason: "NoSavedPreview" });
+  });
+
+  it("never holds nor releases a cluster deletion: its own approval kind decides", () => {
+    const deleting = { deletionTimestamp: "2026-12-05T00:00:00Z", workers: [], bmis: [] };
+    const p = planOf(at("112", 2, { [SAVED_PREVIEW_ANNOTATION]: "{", [APPROVAL_REQUIRED_ANNOTATION]: "clusterDeletion" }, deleting));
+    expect(p.paused?.reason).not.toBe("PlanDiverged");
+    expect(conditionOf(p, "PlanDiverged")).toBeUndefined();
   });
 });
