@@ -42,4 +42,17 @@ describe("the observe-only report", () => {
     expect(observeReport(makeOrder(o), planOf(o), { ok: true, create: 5, update: 1, delete: 1 }).differences)
       .toEqual(["the preview would update 1 and delete 1 resource(s)"]);
   });
+
+  it("survives a version of skew either way: a status written without the optional fields, or with annotations of a newer release, agrees", () => {
+    // An older writer: no readySince, attempt count, instance type or create state on its entries.
+    const older = ["r1", "r2"].map((name) => {
+      const { readySince: _r, attemptCount: _a, instanceType: _i, bmiCreateState: _b, ...rest } = ready(name);
+      void _r; void _a; void _i; void _b;
+      return rest;
+    });
+    expect(report(recorded({ workers: older }))).toMatchObject({ agrees: true, differences: [] });
+    // A newer release's records on the order (its own annotations) change nothing of the comparison.
+    const newer = recorded({ annotations: { "osac.openshift.io/workers-applied": "another-digest.x", "osac.openshift.io/some-future-record": "{}" } });
+    expect(report(newer)).toMatchObject({ agrees: true, differences: [] });
+  });
 });
