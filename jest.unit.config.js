@@ -10,6 +10,7 @@ const UNIT_TESTS = [
   "tests/controller/decide.test.ts",
   "tests/controller/settledOrders.test.ts",
   "tests/controller/hubLedger.test.ts",
+  "tests/controller/hubInFlight.test.ts",
   "tests/controller/settledProperty.test.ts",
   "tests/providers/checkDiff.test.ts",
   "tests/providers/markedLines.test.ts",

@@ -329,7 +329,7 @@ export class App {
     }
   }
 
-  private readonly hubInFlight = () => observeHubInFlight(this.kube, this.fulfillment);
+  private readonly hubInFlight = () => observeHubInFlight(this.kube, this.fulfillment, this.config.hubNamespaces);
 
   private async mustExist(ref: OrderRef) {
     const o = await this.kube.getClusterOrder(ref.namespace, ref.name);

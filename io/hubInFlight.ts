@@ -9,19 +9,22 @@ import { createsInFlight } from "../planner/context";
 import { ORDER_LABEL } from "../planner/names";
 import type { InFlight } from "../planner/types";
 
-/** In flight per order uid, for every order of the hub (orders with nothing in flight may be absent). */
-export async function observeHubInFlight(kube: Pick<HubApi, "listClusterOrders">, f: Pick<FulfillmentApi, "bareMetalInstances">):
-  Promise<Map<string, InFlight>> {
-  const [orders, bmis] = await Promise.all([
-    kube.listClusterOrders(),
+/**
+ * In flight per order uid, for every order of the hub in `namespaces` (empty: every namespace; orders with
+ * nothing in flight may be absent). BMIs count only for the orders listed: another reconciler's orders
+ * (other namespaces) are not this hub's count.
+ */
+export async function observeHubInFlight(kube: Pick<HubApi, "listClusterOrders">, f: Pick<FulfillmentApi, "bareMetalInstances">,
+  namespaces: readonly string[] = []): Promise<Map<string, InFlight>> {
+  const [lists, bmis] = await Promise.all([
+    Promise.all(namespaces.length ? namespaces.map((ns) => kube.listClusterOrders(ns)) : [kube.listClusterOrders()]),
     f.bareMetalInstances.listAll(Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.hasLabel(ORDER_LABEL))),
   ]);
   const out = new Map<string, InFlight>();
-  const of = (uid: string) => out.get(uid) ?? out.set(uid, { creates: 0, deletes: 0 }).get(uid)!;
-  for (const o of orders) of(o.metadata.uid).creates = createsInFlight(o.status?.workers ?? []);
+  for (const o of lists.flat()) out.set(o.metadata.uid, { creates: createsInFlight(o.status?.workers ?? []), deletes: 0 });
   for (const b of bmis) {
-    const uid = b.metadata?.labels?.[ORDER_LABEL];
-    if (uid && observedBmi(b).state === "Deleting") of(uid).deletes++;
+    const counted = out.get(b.metadata?.labels?.[ORDER_LABEL] ?? "");
+    if (counted && observedBmi(b).state === "Deleting") counted.deletes++;
   }
   return out;
 }

@@ -32,6 +32,7 @@ export function defaultPlannerConfig(): PlannerConfig {
     maxDeletesInFlight: 0,
     hubMaxCreatesInFlight: 0,
     hubMaxDeletesInFlight: 0,
+    hubNamespaces: [],
   };
 }
 
@@ -111,6 +112,14 @@ function parseList(variable: string, raw: string): number[] {
   return parts.map((p) => parsePositiveInt(variable, p));
 }
 
+/** A comma-separated list of namespace names ("" for none: every namespace). */
+function parseNamespaces(variable: string, raw: string): string[] {
+  const parts = raw.split(",").map((p) => p.trim()).filter(Boolean);
+  const bad = parts.find((p) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(p));
+  if (bad !== undefined) throw new Error(`${variable}=${JSON.stringify(raw)}: ${JSON.stringify(bad)} is not a namespace name`);
+  return parts;
+}
+
 /** The defaults with every BMW_* override applied; throws a message naming the bad variable. */
 export function plannerConfigFromEnv(env: NodeJS.ProcessEnv): PlannerConfig {
   const config = defaultPlannerConfig();
@@ -127,6 +136,7 @@ export function plannerConfigFromEnv(env: NodeJS.ProcessEnv): PlannerConfig {
     const raw = env[variable];
     if (raw !== undefined) config[field] = parseNonNegativeInt(variable, raw);
   }
+  if (env.BMW_HUB_NAMESPACES !== undefined) config.hubNamespaces = parseNamespaces("BMW_HUB_NAMESPACES", env.BMW_HUB_NAMESPACES);
   if (config.ignitionMaxBytes > USER_DATA_HARD_LIMIT_BYTES) {
     throw new Error(`BMW_IGNITION_MAX_BYTES=${config.ignitionMaxBytes} exceeds the service's user_data limit of ${USER_DATA_HARD_LIMIT_BYTES} bytes`);
   }

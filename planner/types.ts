@@ -198,6 +198,8 @@ export interface PlannerConfig {
   /** The same two caps over every order of the hub (Snapshot.hub gives the other orders' counts); 0: no cap. */
   hubMaxCreatesInFlight: number;
   hubMaxDeletesInFlight: number;
+  /** The namespaces the hub-wide caps count (this reconciler's); empty: every namespace. */
+  hubNamespaces: string[];
 }
 
 /** BMI creates and deletes in flight (planner/context.ts says what counts). */

@@ -68,7 +68,7 @@ async function runOrderProgram({ env, handoff, clients }: OrderProgramInput): Pr
       config: plannerConfig,
       // A preview only looks: the system catalog item is created by a real update (or the reconciler), never by `pulumi preview`.
       observe: () => observe({ kube, fulfillment, config: plannerConfig, ignitionCaFile: settings.ignitionCaFile,
-        createCatalogItem: !pulumi.runtime.isDryRun(), hubInFlight: () => observeHubInFlight(kube, fulfillment) }, ref),
+        createCatalogItem: !pulumi.runtime.isDryRun(), hubInFlight: () => observeHubInFlight(kube, fulfillment, plannerConfig.hubNamespaces) }, ref),
       loadIgnition: (url) => fetchIgnition(url, { caFile: settings.ignitionCaFile, maxBytes: plannerConfig.ignitionMaxBytes }),
       log: (message) => pulumi.log.info(message),
       preview: pulumi.runtime.isDryRun(),

@@ -147,8 +147,10 @@ describe("change control by kind", () => {
 
   it("a hub-wide cap of 2 creates in flight is shared by the hub's orders: one order's creates wait for another's", async () => {
     const stateDir = `${t.stateDir}-hub`;
-    const hubApp = new App({ env: { ...productEnv(t.lab, stateDir, { BMW_HUB_MAX_CREATES_IN_FLIGHT: "2" }), ...PROGRAM_PROCESS_IN_JEST }, stateDir });
+    // The hub this reconciler counts is its namespace: the test plane holds other suites' orders too.
     const ns = await t.lab.createNamespace(`hub-${Date.now().toString(36)}`);
+    const hubApp = new App({ env: { ...productEnv(t.lab, stateDir, { BMW_HUB_MAX_CREATES_IN_FLIGHT: "2", BMW_HUB_NAMESPACES: ns }),
+      ...PROGRAM_PROCESS_IN_JEST }, stateDir });
     const orders = [{ namespace: ns, name: "hub-a" }, { namespace: ns, name: "hub-b" }];
     for (const o of orders) await t.lab.createSampleOrder({ ...o, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }] });
     const workers = async (o: { namespace: string; name: string }) => (await hubApp.kube.getClusterOrder(o.namespace, o.name))?.status?.workers ?? [];

@@ -23,6 +23,7 @@ describe("planner config", () => {
       maxDeletesInFlight: 0,
       hubMaxCreatesInFlight: 0,
       hubMaxDeletesInFlight: 0,
+      hubNamespaces: [],
     });
   });
 
@@ -79,6 +80,7 @@ describe("planner config", () => {
     ["BMW_APPROVAL_REQUIRED", ""],
     ["BMW_MAX_CREATES_IN_FLIGHT", "-1"],
     ["BMW_HUB_MAX_DELETES_IN_FLIGHT", "x"],
+    ["BMW_HUB_NAMESPACES", "Team_A"],
   ])("%s=%j is rejected with an error naming the variable", (variable, value) => {
     expect(() => plannerConfigFromEnv({ [variable]: value })).toThrow(variable);
   });
