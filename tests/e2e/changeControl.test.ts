@@ -147,7 +147,13 @@ describe("change control by kind", () => {
 
   it("a hub-wide cap of 2 creates in flight is shared by the hub's orders: one order's creates wait for another's", async () => {
     const stateDir = `${t.stateDir}-hub`;
-    // The hub this reconciler counts is its namespace: the test plane holds other suites' orders too.
+    // The hub this reconciler counts is its namespace (BMW_HUB_NAMESPACES). Another reconciler's order, in
+    // another namespace, with three creates in flight, must not count: counted, it left no budget at all.
+    const elsewhere = { namespace: await t.lab.createNamespace(`other-${Date.now().toString(36)}`), name: "not-ours" };
+    await t.lab.createSampleOrder({ ...elsewhere, nodeRequests: [{ nodeSet: "compute", numberOfNodes: 3, instanceType: "compute" }] });
+    await app.kube.applyClusterOrderStatus(elsewhere, { workers: ["x1", "x2", "x3"].map((n) => ({
+      name: n, nodeSet: "compute", kind: "BareMetalInstance", phase: "Provisioning", bmiCreateState: "Attempted", attemptCount: 1,
+      bareMetalInstance: { name: `not-ours-${n}` } })) } as never);
     const ns = await t.lab.createNamespace(`hub-${Date.now().toString(36)}`);
     const hubApp = new App({ env: { ...productEnv(t.lab, stateDir, { BMW_HUB_MAX_CREATES_IN_FLIGHT: "2", BMW_HUB_NAMESPACES: ns }),
       ...PROGRAM_PROCESS_IN_JEST }, stateDir });
