@@ -91,27 +91,19 @@ function deleteBudget(snapshot: Snapshot): number {
   return budget(inFlightOf(snapshot).deletes, config.maxDeletesInFlight, config.hubMaxDeletesInFlight, snapshot.hub?.deletes);
 }
 
-/** Takes one delete from the pass's budget; false (counted, due again at the next poll) when a cap is reached. */
-export function takeDelete(ctx: PlanContext): boolean {
-  if (ctx.deleteBudget > 0) {
-    ctx.deleteBudget--;
+/** Takes one change from a pass's budget; false (counted, due again at the next poll) when a cap is reached. */
+function take(ctx: PlanContext, left: "createBudget" | "deleteBudget", deferred: "createsDeferred" | "deletesDeferred"): boolean {
+  if (ctx[left] > 0) {
+    ctx[left]--;
     return true;
   }
-  ctx.deletesDeferred++;
+  ctx[deferred]++;
   ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
   return false;
 }
 
-/** Takes one create from the pass's budget; false (counted, due again at the next poll) when the cap is reached. */
-export function takeCreate(ctx: PlanContext): boolean {
-  if (ctx.createBudget > 0) {
-    ctx.createBudget--;
-    return true;
-  }
-  ctx.createsDeferred++;
-  ctx.deadlines.push(ctx.nowMs + ctx.config.ignitionPollMs);
-  return false;
-}
+export const takeCreate = (ctx: PlanContext): boolean => take(ctx, "createBudget", "createsDeferred");
+export const takeDelete = (ctx: PlanContext): boolean => take(ctx, "deleteBudget", "deletesDeferred");
 
 export function cloneEntry(entry: WorkerStatus): WorkerStatus {
   return { ...entry, ...(entry.bareMetalInstance ? { bareMetalInstance: { ...entry.bareMetalInstance } } : {}) };
