@@ -1,19 +1,19 @@
 // Recovery after a runner died mid-operation (kill -9, OOM, node loss).
 //
-// 1. Locks. A Pulumi DIY (file) backend locks a stack with a plain file,
-//    <state>/.pulumi/locks/organization/<project>/<stack>/<uuid>.json = {pid, username, hostname,
-//    timestamp}, with no lease: a killed `pulumi` leaves it forever and every later operation fails
-//    with "the stack is currently locked". `pulumi cancel` would delete *every* lock of the stack,
-//    including one held by a live process, so we never call it. Instead each lock file is judged on
+// 1. Locks. A Pulumi DIY backend locks a stack with a blob (a file of the file backend, a row of the
+//    postgres:// backend, see stateStore.ts), .pulumi/locks/organization/<project>/<stack>/<uuid>.json =
+//    {pid, username, hostname, timestamp}, with no lease: a killed `pulumi` leaves it forever and every
+//    later operation fails with "the stack is currently locked". `pulumi cancel` would delete *every* lock
+//    of the stack, including one held by a live process, so we never call it. Instead each lock is judged on
 //    its own: stale when its host is ours and its pid is gone (or now belongs to a process that is
 //    not pulumi, i.e. the pid was reused), or when it is older than a bound (a lock of another host
 //    whose liveness we cannot check), or when the caller knows that host is gone, or when the
-//    process that took it ran for a leader that no longer holds the Lease. Only those files are
+//    process that took it ran for a leader that no longer holds the Lease. Only those locks are
 //    deleted.
 //
-//    Pulumi's lock file cannot carry our leader identity, so whoever starts a pulumi process while
-//    leading writes a holder record beside the state, <state>/.bmw/lock-holders/<hostname>--<pid>.json
-//    = {identity, stack, startedAt}, keyed by the host and pid the lock file names, and removes it
+//    Pulumi's lock cannot carry our leader identity, so whoever starts a pulumi process while
+//    leading writes a holder record beside the state, .bmw/lock-holders/<hostname>--<pid>.json
+//    = {identity, stack, startedAt}, keyed by the host and pid the lock names, and removes it
 //    when the process exits. A lock of another host whose holder record names a leader that has lost
 //    the Lease (it changed hands, which happens only after that leader's lease expired or it
 //    released it) is recovered at once instead of after the age bound. A lock without a record
@@ -33,9 +33,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { procStat } from "../lib/procfs";
+import type { StateStore } from "./stateStore";
 
 export interface DiyLock {
-  file: string;
+  /** The lock's blob key (`.pulumi/locks/organization/<project>/<stack>/<uuid>.json`). */
+  key: string;
   pid: number;
   username: string;
   hostname: string;
@@ -86,32 +88,32 @@ const HOLDER_MATCH_WINDOW_MS = 10 * 60 * 1000;
 /** Both times come from the same host's clock; this only absorbs the lock file's second rounding. */
 const HOLDER_CLOCK_SLACK_MS = 2000;
 
+/** Where holder records are kept, beside the backend's own blobs (the CLI never reads or lists `.bmw/`). */
+export const LOCK_HOLDER_DIR = ".bmw/lock-holders/";
+
+/** The holder records' directory of a file backend (tests look at it). */
 export function lockHolderDir(stateDir: string): string {
-  return path.join(stateDir, ".bmw", "lock-holders");
+  return path.join(stateDir, ...LOCK_HOLDER_DIR.slice(0, -1).split("/"));
 }
 
-function holderFile(stateDir: string, hostname: string, pid: number): string {
-  return path.join(lockHolderDir(stateDir), `${hostname.replace(/[^A-Za-z0-9._-]/g, "_")}--${pid}.json`);
+function holderKey(hostname: string, pid: number): string {
+  return `${LOCK_HOLDER_DIR}${hostname.replace(/[^A-Za-z0-9._-]/g, "_")}--${pid}.json`;
 }
 
-/** Records that `holder.pid` on `holder.hostname` acts for the leader `holder.identity` (atomic write). */
-export function recordLockHolder(stateDir: string, holder: LockHolder): void {
-  const file = holderFile(stateDir, holder.hostname, holder.pid);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify({ ...holder, startedAt: holder.startedAt.toISOString() }));
-  fs.renameSync(tmp, file);
+/** Records that `holder.pid` on `holder.hostname` acts for the leader `holder.identity` (a whole write). */
+export async function recordLockHolder(store: StateStore, holder: LockHolder): Promise<void> {
+  await store.write(holderKey(holder.hostname, holder.pid), JSON.stringify({ ...holder, startedAt: holder.startedAt.toISOString() }));
 }
 
-export function forgetLockHolder(stateDir: string, hostname: string, pid: number): void {
-  fs.rmSync(holderFile(stateDir, hostname, pid), { force: true });
+export async function forgetLockHolder(store: StateStore, hostname: string, pid: number): Promise<void> {
+  await store.remove(holderKey(hostname, pid));
 }
 
 /** The leader identity recorded for the process that took `lock` on `stack`, if any. */
-export function lockHolderOf(stateDir: string, stack: string, lock: Pick<DiyLock, "hostname" | "pid" | "timestamp">): string | undefined {
+export async function lockHolderOf(store: StateStore, stack: string, lock: Pick<DiyLock, "hostname" | "pid" | "timestamp">): Promise<string | undefined> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(fs.readFileSync(holderFile(stateDir, lock.hostname, lock.pid), "utf8"));
+    parsed = JSON.parse((await store.read(holderKey(lock.hostname, lock.pid)))?.toString("utf8") ?? "");
   } catch {
     return undefined;
   }
@@ -124,52 +126,48 @@ export function lockHolderOf(stateDir: string, stack: string, lock: Pick<DiyLock
   return o.identity;
 }
 
-/** The state directory of a file:// backend URL, or undefined for any other backend. */
-export function stateDirOf(backendUrl: string): string | undefined {
-  if (!backendUrl.startsWith("file://")) return undefined;
-  const rest = backendUrl.slice("file://".length).split("?")[0];
-  if (rest.startsWith("~")) return path.join(os.homedir(), rest.slice(1));
-  return path.resolve(rest);
-}
-
 /**
- * Whether a file backend holds a checkpoint of the stack. Only this stack's file is looked for: `pulumi stack
- * ls` parses every stack's checkpoint, so one corrupted file would fail the reconcile of every other order.
+ * Whether the backend holds a checkpoint of the stack. Only this stack's blob is looked for: `pulumi stack
+ * ls` parses every stack's checkpoint, so one corrupted blob would fail the reconcile of every other order.
  */
-export function checkpointExists(stateDir: string, project: string, stack: string): boolean {
-  const dirs = [path.join(stateDir, ".pulumi", "stacks", project), path.join(stateDir, ".pulumi", "stacks")];
-  return dirs.some((d) => [".json", ".json.gz"].some((ext) => fs.existsSync(path.join(d, `${stack}${ext}`))));
-}
-
-export function stackLockDir(stateDir: string, project: string, stack: string): string {
-  return path.join(stateDir, ".pulumi", "locks", "organization", project, stack);
-}
-
-export function readLocks(stateDir: string, project: string, stack: string): DiyLock[] {
-  const dir = stackLockDir(stateDir, project, stack);
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir).filter((n) => n.endsWith(".json"));
-  } catch {
-    return [];
+export async function checkpointExists(store: StateStore, project: string, stack: string): Promise<boolean> {
+  for (const dir of [`.pulumi/stacks/${project}/`, ".pulumi/stacks/"]) {
+    for (const ext of [".json", ".json.gz"]) if (await store.exists(`${dir}${stack}${ext}`)) return true;
   }
+  return false;
+}
+
+/** The key prefix of a stack's locks. */
+export function stackLockKeys(project: string, stack: string): string {
+  return `.pulumi/locks/organization/${project}/${stack}/`;
+}
+
+/** A file backend's lock directory of a stack (tests look at it). */
+export function stackLockDir(stateDir: string, project: string, stack: string): string {
+  return path.join(stateDir, ...stackLockKeys(project, stack).slice(0, -1).split("/"));
+}
+
+export async function readLocks(store: StateStore, project: string, stack: string): Promise<DiyLock[]> {
+  const dir = stackLockKeys(project, stack);
   const locks: DiyLock[] = [];
-  for (const n of names) {
-    const file = path.join(dir, n);
+  for (const n of (await store.list(dir)).map((b) => b.name).filter((name) => name.endsWith(".json"))) {
+    const key = `${dir}${n}`;
     try {
-      const raw: unknown = JSON.parse(fs.readFileSync(file, "utf8"));
+      const text = (await store.read(key))?.toString("utf8");
+      if (text === undefined) continue; // removed meanwhile: its owner finished
+      const raw: unknown = JSON.parse(text);
       const o = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
       const lock: DiyLock = {
-        file,
+        key,
         pid: typeof o.pid === "number" ? o.pid : -1,
         username: typeof o.username === "string" ? o.username : "",
         hostname: typeof o.hostname === "string" ? o.hostname : "",
         timestamp: new Date(typeof o.timestamp === "string" ? o.timestamp : 0),
       };
-      const holder = lockHolderOf(stateDir, stack, lock);
+      const holder = await lockHolderOf(store, stack, lock);
       locks.push(holder === undefined ? lock : { ...lock, holder });
     } catch {
-      // Removed meanwhile (its owner finished) or half-written by a live writer: not ours to judge.
+      // Half-written by a live writer: not ours to judge.
     }
   }
   return locks;
@@ -219,17 +217,17 @@ export interface LockSweep {
   held: LockAssessment[];
 }
 
-/** Deletes exactly the stale lock files of a stack; live ones are reported, never touched. */
-export function clearStaleLocks(stateDir: string, project: string, stack: string, policy: StaleLockPolicy = {}): LockSweep {
+/** Deletes exactly the stale locks of a stack; live ones are reported, never touched. */
+export async function clearStaleLocks(store: StateStore, project: string, stack: string, policy: StaleLockPolicy = {}): Promise<LockSweep> {
   const sweep: LockSweep = { cleared: [], held: [] };
-  for (const lock of readLocks(stateDir, project, stack)) {
+  for (const lock of await readLocks(store, project, stack)) {
     const a = assessLock(lock, policy);
     if (!a.stale) {
       sweep.held.push(a);
       continue;
     }
-    fs.rmSync(lock.file, { force: true });
-    forgetLockHolder(stateDir, lock.hostname, lock.pid);
+    await store.remove(lock.key);
+    await forgetLockHolder(store, lock.hostname, lock.pid);
     sweep.cleared.push(a);
   }
   return sweep;

@@ -25,7 +25,8 @@ import { type HistoryEntry, oneLine, readHistory } from "./history";
 import { KeyedMutex } from "./keyedMutex";
 import { type LeaseOwner, LeaderProcesses } from "./leaderProcesses";
 import { backendUrlOf, historyRetentionOf, type StackManagerOptions } from "./managerOptions";
-import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockPolicy, stateDirOf } from "./locks";
+import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockPolicy } from "./locks";
+import { stateDirOf, stateStoreOf, type StateStore } from "./stateStore";
 import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
 import { programDigest } from "./programDigest";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
@@ -59,6 +60,8 @@ export class StackManager {
   private readonly selection = new KeyedMutex();
   readonly historyRetention: number;
   private readonly stateSize?: StateSize;
+  /** The backend's blobs (file and postgres:// backends), for locks, retention and size. */
+  private readonly store?: StateStore;
   private owner?: LeaseOwner;
   private readonly processes: LeaderProcesses;
   private readonly inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
@@ -76,9 +79,10 @@ export class StackManager {
     this.parallelism = opts.parallelism;
     this.inlineProgram = opts.inlineProgram;
     this.projectName = prepareWorkDir(this.programDir, this.workDir);
-    this.processes = new LeaderProcesses(stateDir, this.projectName);
+    this.store = stateStoreOf(this.backendUrl);
+    this.processes = new LeaderProcesses(this.store, this.projectName);
     this.settingsFiles = new SettingsFileCache(this.workDir, this.projectName);
-    if (stateDir) this.stateSize = new StateSize(stateDir, this.projectName);
+    if (this.store) this.stateSize = new StateSize(this.store, this.projectName);
   }
 
   /**
@@ -145,8 +149,7 @@ export class StackManager {
 
   async stackExists(ref: OrderRef): Promise<boolean> {
     const name = this.stackName(ref);
-    const stateDir = stateDirOf(this.backendUrl);
-    if (stateDir) return checkpointExists(stateDir, this.projectName, name);
+    if (this.store) return checkpointExists(this.store, this.projectName, name);
     const ws = await this.ws();
     const list = await ws.listStacks();
     return list.some((s) => s.name === name || s.name.endsWith(`/${name}`));
@@ -259,8 +262,7 @@ export class StackManager {
    */
   async history(ref: OrderRef): Promise<HistoryEntry[]> {
     const stack = await this.ensureStack(ref);
-    const stateDir = stateDirOf(this.backendUrl);
-    const offset = stateDir ? prunedCount(stateDir, this.projectName, stack.name) : 0;
+    const offset = this.store ? await prunedCount(this.store, this.projectName, stack.name) : 0;
     return readHistory(stack, offset);
   }
 
@@ -298,7 +300,7 @@ export class StackManager {
       this.assertLeading("recovery", stack.name);
       const stateDir = stateDirOf(this.backendUrl);
       const attrsRemoved = stateDir ? repairBlobAttrs(stateDir, this.projectName, stack.name) : [];
-      const locks = stateDir ? clearStaleLocks(stateDir, this.projectName, stack.name, full) : undefined;
+      const locks = this.store ? await clearStaleLocks(this.store, this.projectName, stack.name, full) : undefined;
       if (locks && locks.held.length > 0) return { locks, pendingCleared: [], attrsRemoved };
       const pendingCleared = await resolvePendingOperations(this.encryptedStore(stack.name));
       if (pendingCleared.length > 0) await this.pruneState(stack.name); // the import added a history entry
@@ -372,15 +374,14 @@ export class StackManager {
     return runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
       cwd: this.workDir, env: { ...this.env, ...programEnv, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
       onSpawn: (child) => this.processes.track(stackName, child, this.owner),
-    });
+    }).finally(() => this.processes.settled());
   }
 
   /** Applies the history retention after an operation (file backend only) and re-measures the stack's size. */
   private async pruneState(stackName: string): Promise<void> {
-    const stateDir = stateDirOf(this.backendUrl);
-    if (!stateDir) return;
+    if (!this.store) return;
     try {
-      pruneStackState(stateDir, this.projectName, stackName, this.historyRetention);
+      await pruneStackState(this.store, this.projectName, stackName, this.historyRetention);
       await this.stateSize?.stackChanged(stackName);
     } catch {
       // Never fail an operation that ran for the sake of its bookkeeping; the next operation prunes again.

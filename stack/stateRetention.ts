@@ -1,4 +1,4 @@
-// Bounds what a file (DIY) backend keeps per stack. Pulumi writes, for every update, refresh, destroy and
+// Bounds what a DIY backend (file or postgres://) keeps per stack. Pulumi writes, for every update, refresh, destroy and
 // import (failed ones included), a `.history.json` and a full `.checkpoint.json` copy under
 // .pulumi/history/<project>/<stack>/, plus a timestamped copy under .pulumi/backups/ and a `.json.bak` of
 // the previous checkpoint, and never prunes any of them: an hourly refresh per order fills the volume.
@@ -7,8 +7,8 @@
 // retention are deleted, with any backups/ copy and the `.json.bak` (the newest history checkpoint holds
 // the same state). How many were pruned is kept in the history directory itself, so history numbers stay
 // stable (`rollback --to N`) and `pulumi stack rm` removes the count with the history.
-import * as fs from "node:fs";
 import * as path from "node:path";
+import type { StateStore } from "./stateStore";
 
 /** Set for every pulumi process: no timestamped checkpoint copies under .pulumi/backups/. */
 export const DISABLE_BACKUPS_ENV = "PULUMI_DIY_BACKEND_DISABLE_CHECKPOINT_BACKUPS";
@@ -20,30 +20,23 @@ const PRUNED_FILE = "bmw-pruned.json";
  */
 const ENTRY = /^(.*)-(\d+)\.(history|checkpoint)\.json(\.gz|\.zst)?(\.attrs)?$/;
 
+/** The key prefix of a stack's history. */
+export function historyKeys(project: string, stack: string): string {
+  return `.pulumi/history/${project}/${stack}/`;
+}
+
+/** A file backend's history directory of a stack (tests look at it). */
 export function historyDir(stateDir: string, project: string, stack: string): string {
-  return path.join(stateDir, ".pulumi", "history", project, stack);
+  return path.join(stateDir, ...historyKeys(project, stack).slice(0, -1).split("/"));
 }
 
-function backupDir(stateDir: string, project: string, stack: string): string {
-  return path.join(stateDir, ".pulumi", "backups", project, stack);
-}
-
-function checkpointBase(stateDir: string, project: string, stack: string): string {
-  return path.join(stateDir, ".pulumi", "stacks", project, stack);
-}
-
-function names(dir: string): string[] {
-  try {
-    return fs.readdirSync(dir);
-  } catch {
-    return [];
-  }
-}
+const backupKeys = (project: string, stack: string) => `.pulumi/backups/${project}/${stack}/`;
+const checkpointKey = (project: string, stack: string) => `.pulumi/stacks/${project}/${stack}`;
 
 /** How many of the stack's oldest history entries were pruned (0 for a new stack). */
-export function prunedCount(stateDir: string, project: string, stack: string): number {
+export async function prunedCount(store: StateStore, project: string, stack: string): Promise<number> {
   try {
-    const doc: unknown = JSON.parse(fs.readFileSync(path.join(historyDir(stateDir, project, stack), PRUNED_FILE), "utf8"));
+    const doc: unknown = JSON.parse((await store.read(historyKeys(project, stack) + PRUNED_FILE))?.toString("utf8") ?? "");
     const n = typeof doc === "object" && doc !== null && "pruned" in doc ? doc.pruned : undefined;
     return typeof n === "number" && Number.isInteger(n) && n >= 0 ? n : 0;
   } catch {
@@ -65,12 +58,12 @@ export interface PruneResult {
  * `.json.bak`. Runs after an operation of this process, under its per-stack mutex; the engine only ever
  * adds newer entries, so a concurrent operation of another process cannot lose one it needs.
  */
-export function pruneStackState(stateDir: string, project: string, stack: string, keep: number): PruneResult {
+export async function pruneStackState(store: StateStore, project: string, stack: string, keep: number): Promise<PruneResult> {
   if (!Number.isInteger(keep) || keep < 1) throw new Error(`history retention must be a positive integer, got ${keep}`);
-  const dir = historyDir(stateDir, project, stack);
+  const dir = historyKeys(project, stack);
   const stamps = new Map<bigint, string[]>();
   const withHistory = new Set<bigint>();
-  for (const n of names(dir)) {
+  for (const { name: n } of await store.list(dir)) {
     const m = ENTRY.exec(n);
     if (!m || m[1] !== stack) continue;
     const t = BigInt(m[2]);
@@ -80,58 +73,33 @@ export function pruneStackState(stateDir: string, project: string, stack: string
   const entries = [...withHistory].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const drop = entries.slice(0, Math.max(0, entries.length - keep));
   const oldestKept = entries[drop.length];
-  let pruned = prunedCount(stateDir, project, stack);
+  let pruned = await prunedCount(store, project, stack);
   if (drop.length > 0) {
     // Count first: a crash in between leaves a number too high (a gap), never two entries with one number.
     pruned += drop.length;
-    const tmp = path.join(dir, `${PRUNED_FILE}.${process.pid}.tmp`);
-    fs.writeFileSync(tmp, JSON.stringify({ pruned }));
-    fs.renameSync(tmp, path.join(dir, PRUNED_FILE));
+    await store.write(dir + PRUNED_FILE, JSON.stringify({ pruned }));
   }
-  // Older files of dropped entries, and checkpoint copies without a history entry older than the oldest kept one.
+  // Older blobs of dropped entries, and checkpoint copies without a history entry older than the oldest kept one.
   for (const [t, files] of stamps) {
     const doomed = drop.includes(t) || (!withHistory.has(t) && oldestKept !== undefined && t < oldestKept);
-    if (doomed) for (const f of files) fs.rmSync(path.join(dir, f), { force: true });
+    if (doomed) for (const f of files) await store.remove(dir + f);
   }
-  fs.rmSync(backupDir(stateDir, project, stack), { recursive: true, force: true });
+  await store.removeUnder(backupKeys(project, stack));
   for (const ext of [".json.bak", ".json.gz.bak", ".json.zst.bak"]) {
-    for (const f of [ext, `${ext}.attrs`]) fs.rmSync(checkpointBase(stateDir, project, stack) + f, { force: true });
+    for (const f of [ext, `${ext}.attrs`]) await store.remove(checkpointKey(project, stack) + f);
   }
   return { removed: drop.length, kept: entries.length - drop.length, pruned };
 }
 
-/** Bytes of the files under `p`, leaving out the directories in `skip`. */
-async function bytesUnder(p: string, skip: ReadonlySet<string> = new Set()): Promise<number> {
-  if (skip.has(p)) return 0;
-  let st: fs.Stats;
-  try {
-    st = await fs.promises.lstat(p);
-  } catch {
-    return 0;
-  }
-  if (!st.isDirectory()) return st.size;
-  let total = 0;
-  let entries: string[];
-  try {
-    entries = await fs.promises.readdir(p);
-  } catch {
-    return 0;
-  }
-  for (const e of entries) total += await bytesUnder(path.join(p, e), skip);
-  return total;
-}
-
 /** Bytes a stack occupies in the state: its checkpoint (with any backup), history and backups/. */
-export async function stackStateBytes(stateDir: string, project: string, stack: string): Promise<number> {
-  const base = checkpointBase(stateDir, project, stack);
-  const files = names(path.dirname(base)).filter((n) => n === stack || n.startsWith(`${stack}.json`));
-  let total = 0;
-  for (const f of files) total += await bytesUnder(path.join(path.dirname(base), f));
-  return total + (await bytesUnder(historyDir(stateDir, project, stack))) + (await bytesUnder(backupDir(stateDir, project, stack)));
+export async function stackStateBytes(store: StateStore, project: string, stack: string): Promise<number> {
+  const checkpoints = (await store.list(`.pulumi/stacks/${project}/`)).filter((b) => b.name.startsWith(`${stack}.json`));
+  return checkpoints.reduce((n, b) => n + b.bytes, 0) + (await store.bytesUnder(historyKeys(project, stack))) +
+    (await store.bytesUnder(backupKeys(project, stack)));
 }
 
 /**
- * The size of the state directory for the `bmw_state_bytes` gauge, without walking every file on each
+ * The size of the state for the `bmw_state_bytes` gauge, without walking every file on each
  * scrape: a full walk at most every `fullScanMs`, and in between each stack this process changed is
  * measured again after its operation (what other processes write shows at the next full walk).
  *
@@ -150,7 +118,7 @@ export class StateSize {
   private readonly changedDuringScan = new Set<string>();
   private perStack = new Map<string, number>();
 
-  constructor(private readonly stateDir: string, private readonly project: string, private readonly fullScanMs = 10 * 60_000,
+  constructor(private readonly store: StateStore, private readonly project: string, private readonly fullScanMs = 10 * 60_000,
     private readonly now: () => number = Date.now) {}
 
   async bytes(): Promise<number> {
@@ -169,7 +137,7 @@ export class StateSize {
     }
     if (this.total === undefined) return; // the first scrape walks everything anyway
     const epoch = this.epoch;
-    const now = await stackStateBytes(this.stateDir, this.project, stack);
+    const now = await stackStateBytes(this.store, this.project, stack);
     if (epoch !== this.epoch) return this.stackChanged(stack); // a walk replaced the figures meanwhile
     this.total += now - (this.perStack.get(stack) ?? 0);
     this.perStack.set(stack, now);
@@ -181,16 +149,18 @@ export class StateSize {
     this.changedDuringScan.clear();
     try {
       const started = this.now();
-      const dirs = ["history", "stacks", "backups"].map((d) => path.join(this.stateDir, ".pulumi", d, this.project));
-      const stacks = new Set(dirs.flatMap((d) => names(d).map((n) => n.replace(/\.json.*$/, ""))));
+      const dirs = ["history", "stacks", "backups"].map((d) => `.pulumi/${d}/${this.project}/`);
+      const stacks = new Set<string>();
+      for (const d of dirs) for (const n of await this.store.children(d)) stacks.add(n.replace(/\.json.*$/, ""));
       const perStack = new Map<string, number>();
-      for (const stack of stacks) perStack.set(stack, await stackStateBytes(this.stateDir, this.project, stack));
-      let total = await bytesUnder(this.stateDir, new Set(dirs));
+      for (const stack of stacks) perStack.set(stack, await stackStateBytes(this.store, this.project, stack));
+      // Everything outside the stacks' directories, plus each stack as measured.
+      let total = await this.store.bytesUnder("", dirs);
       for (const n of perStack.values()) total += n;
       while (this.changedDuringScan.size > 0) {
         const [stack] = this.changedDuringScan;
         this.changedDuringScan.delete(stack);
-        const now = await stackStateBytes(this.stateDir, this.project, stack);
+        const now = await stackStateBytes(this.store, this.project, stack);
         total += now - (perStack.get(stack) ?? 0);
         perStack.set(stack, now);
       }

@@ -7,6 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { NotLeaderError } from "../../lib/notLeader";
 import { lockHolderDir, readLocks } from "../../stack/locks";
+import { FileStateStore } from "../../stack/stateStore";
 import { Slots } from "../../controller/slots";
 import type { OrderRef } from "../../io/observe";
 import { StackManager } from "../../stack/stacks";
@@ -30,7 +31,7 @@ describe("stack lock of a leader that lost the Lease", () => {
     sb.setDesired(KEY, [{ name: "a", content: "a1" }, { name: "b", content: "b1", sleepMs: 30_000 }]);
     const running = sb.manager.up(ORDER, { message: "add b" }).then(() => "finished", (e: unknown) => e);
     await eventually(async () => (fs.existsSync(path.join(sb.orderDir(KEY), "b.json")) ? true : undefined), 60_000, 50);
-    const [lock] = readLocks(sb.stateDir, sb.manager.projectName, "ns3--order3");
+    const [lock] = await readLocks(new FileStateStore(sb.stateDir), sb.manager.projectName, "ns3--order3");
     expect(lock.holder).toBe("reconciler-old");
 
     // the next leader runs on another host (its own pod); same state volume
@@ -46,7 +47,7 @@ describe("stack lock of a leader that lost the Lease", () => {
     sb.manager.abortRunning(500);
     expect(await running).toBeInstanceOf(Error);
     expect(Date.now() - t0).toBeLessThan(10_000);
-    const [left] = readLocks(sb.stateDir, sb.manager.projectName, "ns3--order3");
+    const [left] = await readLocks(new FileStateStore(sb.stateDir), sb.manager.projectName, "ns3--order3");
     expect(left?.holder).toBe("reconciler-old"); // killed mid-step: lock and record stay, as after a crash
 
     oldLeaderGone = true;

@@ -4,6 +4,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { assessLock, clearStaleLocks, pendingOperationsOf, readLocks } from "../../stack/locks";
+import { FileStateStore } from "../../stack/stateStore";
 import { eventually } from "../support/eventually";
 import { RECORD_TYPE, resourcesOfType, stackSandbox } from "./support";
 
@@ -55,14 +56,14 @@ describe("recovery after a runner is killed during an up", () => {
     const bFile = path.join(sb.orderDir(KEY), "b.json");
     await eventually(async () => (fs.existsSync(bFile) ? true : undefined), 60_000, 50);
 
-    const [held] = readLocks(sb.stateDir, sb.manager.projectName, "ns2--order2");
+    const [held] = await readLocks(new FileStateStore(sb.stateDir), sb.manager.projectName, "ns2--order2");
     expect(held).toBeDefined();
     expect(assessLock(held)).toMatchObject({ stale: false });
     // sweeping while the up runs keeps its lock: its owner is alive
-    const sweep = clearStaleLocks(sb.stateDir, sb.manager.projectName, "ns2--order2");
+    const sweep = await clearStaleLocks(new FileStateStore(sb.stateDir), sb.manager.projectName, "ns2--order2");
     expect(sweep.cleared).toEqual([]);
     expect(sweep.held.map((a) => a.lock.pid)).toEqual([held.pid]);
-    expect(fs.existsSync(held.file)).toBe(true);
+    expect(fs.existsSync(path.join(sb.stateDir, held.key))).toBe(true);
 
     // kill -9 the pulumi CLI and its plugins (language host, dynamic provider), as a crash would
     const tree = [held.pid, ...descendants(held.pid)];
@@ -71,7 +72,7 @@ describe("recovery after a runner is killed during an up", () => {
     await eventually(async () => (alive(held.pid) ? undefined : true), 10_000, 20);
     const outcome = await running;
     expect(outcome).toBeInstanceOf(Error);
-    expect(fs.existsSync(held.file)).toBe(true); // the dead run's lock is left behind
+    expect(fs.existsSync(path.join(sb.stateDir, held.key))).toBe(true); // the dead run's lock is left behind
 
     const state = await sb.manager.exportStack(ORDER);
     const pending = pendingOperationsOf(state.deployment);
@@ -82,7 +83,7 @@ describe("recovery after a runner is killed during an up", () => {
     expect(report.locks?.held).toEqual([]);
     expect(report.locks?.cleared.map((a) => a.reason)).toEqual([expect.stringMatching(/is no longer running$/)]);
     expect(report.pendingCleared.map((p) => p.type)).toEqual(["creating"]);
-    expect(fs.existsSync(held.file)).toBe(false);
+    expect(fs.existsSync(path.join(sb.stateDir, held.key))).toBe(false);
     expect(pendingOperationsOf((await sb.manager.exportStack(ORDER)).deployment)).toEqual([]);
 
     sb.setDesired(KEY, [{ name: "a", content: "a1" }, { name: "b", content: "b1" }]);
@@ -126,7 +127,7 @@ describe("recovery after a runner is killed during an up", () => {
     await eventually(async () => (sb.ops("ns2/order3").length > 0 ? true : undefined), 60_000, 50);
     controller.abort();
     await running;
-    expect(readLocks(sb.stateDir, sb.manager.projectName, "ns2--order3")).toEqual([]);
+    expect((await readLocks(new FileStateStore(sb.stateDir), sb.manager.projectName, "ns2--order3"))).toEqual([]);
     const state = await sb.manager.exportStack(other);
     expect(pendingOperationsOf(state.deployment)).toEqual([]);
     // whatever was created is in the state: the next up creates nothing twice

@@ -11,6 +11,7 @@ import { LeaderElector, type LeaseClient } from "../../controller/leader";
 import {
   assessLock, clearStaleLocks, forgetLockHolder, lockHolderDir, lockHolderOf, readLocks, recordLockHolder, stackLockDir,
 } from "../../stack/locks";
+import { FileStateStore } from "../../stack/stateStore";
 
 const STACK = "ns--order";
 const PROJECT = "proj";
@@ -44,12 +45,12 @@ function electors(clock: { t: number }) {
 }
 
 /** A state dir with the lock the dead leader's pulumi left and the holder record it wrote at spawn. */
-function deadLeadersLock(holderIdentity: string | undefined, opts: { hostname?: string; pid?: number } = {}) {
+async function deadLeadersLock(holderIdentity: string | undefined, opts: { hostname?: string; pid?: number } = {}) {
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-failover-"));
   const hostname = opts.hostname ?? "reconciler-old-7c9f";
   const pid = opts.pid ?? 4711;
   const startedAt = new Date(Date.now() - 5_000);
-  if (holderIdentity) recordLockHolder(stateDir, { identity: holderIdentity, hostname, pid, stack: STACK, startedAt });
+  if (holderIdentity) (await recordLockHolder(new FileStateStore(stateDir), { identity: holderIdentity, hostname, pid, stack: STACK, startedAt }));
   const dir = stackLockDir(stateDir, PROJECT, STACK);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "3f2a.json"), JSON.stringify({ pid, username: "bmw", hostname, timestamp: new Date(startedAt.getTime() + 800).toISOString() }));
@@ -64,17 +65,17 @@ describe("stack lock failover through the Lease", () => {
     const { old, us } = electors(clock);
     expect(await old.tryAcquireOrRenew()).toBe(true);
     expect(await us.tryAcquireOrRenew()).toBe(false);
-    const s = deadLeadersLock("reconciler-old");
+    const s = await deadLeadersLock("reconciler-old");
     try {
       // the old leader is killed; while its Lease is live its lock is held
-      expect(clearStaleLocks(s.stateDir, PROJECT, STACK, policyOf(us))).toMatchObject({ cleared: [], held: [{ stale: false }] });
+      expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us)))).toMatchObject({ cleared: [], held: [{ stale: false }] });
       clock.t += 10_000;
       expect(await us.tryAcquireOrRenew()).toBe(false);
-      expect(clearStaleLocks(s.stateDir, PROJECT, STACK, policyOf(us)).held).toHaveLength(1);
+      expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us))).held).toHaveLength(1);
       // a lease duration later on our clock the Lease is ours
       clock.t += 6_000;
       expect(await us.tryAcquireOrRenew()).toBe(true);
-      const sweep = clearStaleLocks(s.stateDir, PROJECT, STACK, policyOf(us));
+      const sweep = await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us));
       expect(sweep.held).toEqual([]);
       expect(sweep.cleared).toHaveLength(1);
       expect(sweep.cleared[0].reason).toBe("pid 4711 on reconciler-old-7c9f ran for leader reconciler-old, which no longer holds the Lease");
@@ -90,17 +91,17 @@ describe("stack lock failover through the Lease", () => {
     const { old, us } = electors(clock);
     expect(await old.tryAcquireOrRenew()).toBe(true);
     expect(await us.tryAcquireOrRenew()).toBe(false);
-    const s = deadLeadersLock("reconciler-old");
+    const s = await deadLeadersLock("reconciler-old");
     try {
       clock.t += 15_000;
       // unchanged for a whole lease duration on our clock, but our observation may be stale (we could be cut off
       // from the API server while another replica leads): nothing is gone until the Lease is ours
       expect(us.isHolderGone("reconciler-old")).toBe(false);
-      expect(clearStaleLocks(s.stateDir, PROJECT, STACK, policyOf(us)).held).toHaveLength(1);
+      expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us))).held).toHaveLength(1);
       expect(await us.tryAcquireOrRenew()).toBe(true);
       expect(us.isLeading()).toBe(true);
       expect(us.isHolderGone("reconciler-old")).toBe(true);
-      expect(clearStaleLocks(s.stateDir, PROJECT, STACK, policyOf(us)).cleared).toHaveLength(1);
+      expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us))).cleared).toHaveLength(1);
       // a leader whose last renew is older than the renew deadline acts no more, and judges nobody gone
       clock.t += 10_000;
       expect(us.isLeading()).toBe(false);
@@ -123,14 +124,14 @@ describe("stack lock failover through the Lease", () => {
     const clock = { t: T0 };
     const { old, us } = electors(clock);
     expect(await old.tryAcquireOrRenew()).toBe(true);
-    const s = deadLeadersLock("reconciler-old");
+    const s = await deadLeadersLock("reconciler-old");
     try {
       for (let i = 0; i < 20; i++) {
         clock.t += 2_000;
         expect(await old.tryAcquireOrRenew()).toBe(true); // it renews: it may still be running pulumi
         expect(await us.tryAcquireOrRenew()).toBe(false);
         expect(us.isHolderGone("reconciler-old")).toBe(false);
-        expect(clearStaleLocks(s.stateDir, PROJECT, STACK, policyOf(us))).toMatchObject({ cleared: [], held: [{ stale: false }] });
+        expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us)))).toMatchObject({ cleared: [], held: [{ stale: false }] });
       }
       // nor before anything was observed, nor for ourselves
       const fresh = electors(clock).us;
@@ -141,21 +142,21 @@ describe("stack lock failover through the Lease", () => {
     }
   });
 
-  it("a lock without a holder record (an admin's CLI run) waits for the age bound even when every leader is gone", () => {
-    const s = deadLeadersLock(undefined);
+  it("a lock without a holder record (an admin's CLI run) waits for the age bound even when every leader is gone", async () => {
+    const s = await deadLeadersLock(undefined);
     try {
-      const sweep = clearStaleLocks(s.stateDir, PROJECT, STACK, { hostname: "reconciler-new-5d8b", isHolderGone: () => true });
+      const sweep = await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, { hostname: "reconciler-new-5d8b", isHolderGone: () => true });
       expect(sweep.held.map((a) => a.reason)).toEqual([expect.stringMatching(/^held by pid 4711 on reconciler-old-7c9f on another host/)]);
     } finally {
       s.cleanup();
     }
   });
 
-  it("a dead pulumi process on this host is recovered as before, whatever the Lease says", () => {
-    const s = deadLeadersLock("reconciler-old", { hostname: "reconciler-new-5d8b", pid: 2 ** 22 + 3 });
+  it("a dead pulumi process on this host is recovered as before, whatever the Lease says", async () => {
+    const s = await deadLeadersLock("reconciler-old", { hostname: "reconciler-new-5d8b", pid: 2 ** 22 + 3 });
     try {
       const never = () => false;
-      expect(clearStaleLocks(s.stateDir, PROJECT, STACK, { hostname: "reconciler-new-5d8b", isHolderGone: never }).cleared[0].reason)
+      expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, { hostname: "reconciler-new-5d8b", isHolderGone: never })).cleared[0].reason)
         .toBe(`pid ${2 ** 22 + 3} on reconciler-new-5d8b is no longer running`);
       expect(fs.readdirSync(s.dir)).toEqual([]);
     } finally {
@@ -163,41 +164,41 @@ describe("stack lock failover through the Lease", () => {
     }
   });
 
-  it("a holder record names a lock only for its stack, host and pid, taken after the process started and soon after", () => {
+  it("a holder record names a lock only for its stack, host and pid, taken after the process started and soon after", async () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-holder-"));
     try {
       const startedAt = new Date(T0);
-      recordLockHolder(stateDir, { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt });
+      (await recordLockHolder(new FileStateStore(stateDir), { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt }));
       const at = (ms: number) => new Date(T0 + ms);
-      expect(lockHolderOf(stateDir, STACK, { hostname: "host-a", pid: 10, timestamp: at(900) })).toBe("pod-a");
-      expect(lockHolderOf(stateDir, "ns--other", { hostname: "host-a", pid: 10, timestamp: at(900) })).toBeUndefined();
-      expect(lockHolderOf(stateDir, STACK, { hostname: "host-b", pid: 10, timestamp: at(900) })).toBeUndefined();
-      expect(lockHolderOf(stateDir, STACK, { hostname: "host-a", pid: 11, timestamp: at(900) })).toBeUndefined();
+      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(900) }))).toBe("pod-a");
+      expect((await lockHolderOf(new FileStateStore(stateDir), "ns--other", { hostname: "host-a", pid: 10, timestamp: at(900) }))).toBeUndefined();
+      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-b", pid: 10, timestamp: at(900) }))).toBeUndefined();
+      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 11, timestamp: at(900) }))).toBeUndefined();
       // a lock older than the process (a reused pid's record), or taken long after it started (a later process
       // that reused the pid after a container restart), is not attributed
-      expect(lockHolderOf(stateDir, STACK, { hostname: "host-a", pid: 10, timestamp: at(-60_000) })).toBeUndefined();
-      expect(lockHolderOf(stateDir, STACK, { hostname: "host-a", pid: 10, timestamp: at(3_600_000) })).toBeUndefined();
+      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(-60_000) }))).toBeUndefined();
+      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(3_600_000) }))).toBeUndefined();
       const lockDir = stackLockDir(stateDir, PROJECT, STACK);
       fs.mkdirSync(lockDir, { recursive: true });
       fs.writeFileSync(path.join(lockDir, "a.json"), JSON.stringify({ pid: 10, username: "u", hostname: "host-a", timestamp: at(500).toISOString() }));
-      expect(readLocks(stateDir, PROJECT, STACK).map((l) => l.holder)).toEqual(["pod-a"]);
-      forgetLockHolder(stateDir, "host-a", 10);
-      expect(readLocks(stateDir, PROJECT, STACK).map((l) => l.holder)).toEqual([undefined]);
-      expect(assessLock({ file: "x", pid: 10, username: "u", hostname: "host-a", timestamp: at(0), holder: "pod-a" },
+      expect((await readLocks(new FileStateStore(stateDir), PROJECT, STACK)).map((l) => l.holder)).toEqual(["pod-a"]);
+      (await forgetLockHolder(new FileStateStore(stateDir), "host-a", 10));
+      expect((await readLocks(new FileStateStore(stateDir), PROJECT, STACK)).map((l) => l.holder)).toEqual([undefined]);
+      expect(assessLock({ key: "x", pid: 10, username: "u", hostname: "host-a", timestamp: at(0), holder: "pod-a" },
         { hostname: "host-z", now: () => T0, isHolderGone: (h) => h === "pod-a" })).toMatchObject({ stale: true });
     } finally {
       fs.rmSync(stateDir, { recursive: true, force: true });
     }
   });
 
-  it("a holder record that is not a JSON object names no holder (it does not fail the lock sweep)", () => {
+  it("a holder record that is not a JSON object names no holder (it does not fail the lock sweep)", async () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-holder-"));
     try {
-      recordLockHolder(stateDir, { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt: new Date(T0) });
+      (await recordLockHolder(new FileStateStore(stateDir), { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt: new Date(T0) }));
       const [file] = fs.readdirSync(lockHolderDir(stateDir));
       for (const text of ["null", "[]", "\"pod-a\"", "{"]) {
         fs.writeFileSync(path.join(lockHolderDir(stateDir), file), text);
-        expect(lockHolderOf(stateDir, STACK, { hostname: "host-a", pid: 10, timestamp: new Date(T0 + 900) })).toBeUndefined();
+        expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: new Date(T0 + 900) }))).toBeUndefined();
       }
     } finally {
       fs.rmSync(stateDir, { recursive: true, force: true });

@@ -5,12 +5,13 @@ import * as os from "node:os";
 import * as path from "node:path";
 import {
   assessLock, clearStaleLocks, DiyLock, pendingOperationsOf, pulumiProcessAlive, readLocks, resolvePendingOperations,
-  stackLockDir, stateDirOf,
+  stackLockDir,
 } from "../../stack/locks";
+import { FileStateStore, stateDirOf, stateStoreOf } from "../../stack/stateStore";
 
 const NOW = Date.parse("2026-12-01T12:00:00Z");
 const lock = (over: Partial<DiyLock>): DiyLock => ({
-  file: "/x.json", pid: 4242, username: "bmw", hostname: "reconciler-0", timestamp: new Date(NOW - 60_000), ...over,
+  key: ".pulumi/locks/organization/p/s/x.json", pid: 4242, username: "bmw", hostname: "reconciler-0", timestamp: new Date(NOW - 60_000), ...over,
 });
 
 describe("assessLock", () => {
@@ -46,7 +47,8 @@ describe("clearStaleLocks on a lock directory", () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-locks-"));
   afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-  it("deletes the stale lock files and leaves live ones", () => {
+  it("deletes the stale lock files and leaves live ones", async () => {
+    const store = new FileStateStore(tmp);
     const dir = stackLockDir(tmp, "proj", "ns--o");
     expect(dir).toBe(path.join(tmp, ".pulumi", "locks", "organization", "proj", "ns--o"));
     fs.mkdirSync(dir, { recursive: true });
@@ -54,17 +56,21 @@ describe("clearStaleLocks on a lock directory", () => {
       JSON.stringify({ pid, username: "bmw", hostname: os.hostname(), timestamp: new Date().toISOString() }));
     write("dead", 111);
     write("live", 222);
-    expect(readLocks(tmp, "proj", "ns--o").map((l) => l.pid).sort()).toEqual([111, 222]);
-    const sweep = clearStaleLocks(tmp, "proj", "ns--o", { isPulumiAlive: (pid) => pid === 222 });
+    expect((await readLocks(store, "proj", "ns--o")).map((l) => l.pid).sort()).toEqual([111, 222]);
+    const sweep = await clearStaleLocks(store, "proj", "ns--o", { isPulumiAlive: (pid) => pid === 222 });
     expect(sweep.cleared.map((a) => a.lock.pid)).toEqual([111]);
     expect(sweep.held.map((a) => a.lock.pid)).toEqual([222]);
     expect(fs.readdirSync(dir)).toEqual(["live.json"]);
-    expect(readLocks(tmp, "proj", "absent")).toEqual([]);
+    expect(await readLocks(store, "proj", "absent")).toEqual([]);
   });
 
-  it("only file:// backends have a state directory to inspect", () => {
+  it("only file:// backends have a state directory; file:// and postgres:// have a store of blobs", () => {
     expect(stateDirOf("file:///var/lib/bmw/state")).toBe("/var/lib/bmw/state");
     expect(stateDirOf("s3://bucket/prefix")).toBeUndefined();
+    expect(stateStoreOf("file:///var/lib/bmw/state")?.location).toBe("/var/lib/bmw/state");
+    expect(stateStoreOf("postgres://bmw:secret@db:5432/pulumi?sslmode=disable")?.location).toBe("postgres://db:5432/pulumi (table pulumi_state)");
+    expect(() => stateStoreOf("postgres://db/pulumi?table=x;drop")).toThrow(/plain identifier/);
+    expect(stateStoreOf("s3://bucket/prefix")).toBeUndefined();
   });
 });
 

@@ -9,6 +9,7 @@ import { parseDesired } from "../../controller/app";
 import { ReconcilerMetrics } from "../../controller/metrics";
 import { missingUpdateMessage } from "../../stack/history";
 import { historyDir, prunedCount, pruneStackState, StateSize, stackStateBytes } from "../../stack/stateRetention";
+import { FileStateStore } from "../../stack/stateStore";
 import { stackSandbox } from "../controller/support";
 
 const PROJECT = "proj";
@@ -47,39 +48,39 @@ describe("pruneStackState on a DIY layout", () => {
   });
   afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
 
-  it("keeps the newest N history entries of N + k, counts the pruned ones, and leaves no backup copies", () => {
+  it("keeps the newest N history entries of N + k, counts the pruned ones, and leaves no backup copies", async () => {
     const base = 1_780_000_000_000_000_000n;
     for (let i = 0; i < 8; i++) {
       writeOperation(stateDir, base + BigInt(i) * 1_000_000_000n);
-      pruneStackState(stateDir, PROJECT, STACK, 5);
+      await pruneStackState(new FileStateStore(stateDir), PROJECT, STACK, 5);
     }
     writeOperation(stateDir, base + 100n, "ns--neighbour"); // another stack is not touched
     const h = historyDir(stateDir, PROJECT, STACK);
     const stamps = (suffix: string) => fs.readdirSync(h).filter((f) => f.endsWith(suffix)).map((f) => BigInt(/-(\d+)\./.exec(f)![1])).sort();
     expect(stamps(".history.json")).toEqual([3, 4, 5, 6, 7].map((i) => base + BigInt(i) * 1_000_000_000n));
     for (const suffix of [".history.json.attrs", ".checkpoint.json", ".checkpoint.json.attrs"]) expect(stamps(suffix)).toEqual(stamps(".history.json"));
-    expect(prunedCount(stateDir, PROJECT, STACK)).toBe(3);
+    expect(await prunedCount(new FileStateStore(stateDir), PROJECT, STACK)).toBe(3);
     expect(filesUnder(path.join(stateDir, ".pulumi", "backups", PROJECT, STACK))).toEqual([]);
     expect(filesUnder(path.join(stateDir, ".pulumi", "stacks")).filter((f) => f.includes(".bak") && f.includes(STACK))).toEqual([]);
     expect(filesUnder(historyDir(stateDir, PROJECT, "ns--neighbour"))).toHaveLength(4);
     // pruning again changes nothing
-    expect(pruneStackState(stateDir, PROJECT, STACK, 5)).toEqual({ removed: 0, kept: 5, pruned: 3 });
+    expect(await pruneStackState(new FileStateStore(stateDir), PROJECT, STACK, 5)).toEqual({ removed: 0, kept: 5, pruned: 3 });
   });
 
-  it("refuses a retention below one", () => {
-    expect(() => pruneStackState(stateDir, PROJECT, STACK, 0)).toThrow(/positive integer/);
+  it("refuses a retention below one", async () => {
+    await expect(pruneStackState(new FileStateStore(stateDir), PROJECT, STACK, 0)).rejects.toThrow(/positive integer/);
   });
 
   it("StateSize walks the directory once, then follows each changed stack without a full walk", async () => {
     let t = 0;
-    const size = new StateSize(stateDir, PROJECT, 60_000, () => t);
+    const size = new StateSize(new FileStateStore(stateDir), PROJECT, 60_000, () => t);
     writeOperation(stateDir, 1n);
     writeOperation(stateDir, 1n, "ns--other");
     expect(await size.bytes()).toBe(bytesUnder(stateDir));
     writeOperation(stateDir, 2n);
     await size.stackChanged(STACK);
     expect(await size.bytes()).toBe(bytesUnder(stateDir));
-    expect((await stackStateBytes(stateDir, PROJECT, STACK)) + (await stackStateBytes(stateDir, PROJECT, "ns--other"))).toBe(bytesUnder(stateDir));
+    expect((await stackStateBytes(new FileStateStore(stateDir), PROJECT, STACK)) + (await stackStateBytes(new FileStateStore(stateDir), PROJECT, "ns--other"))).toBe(bytesUnder(stateDir));
     // another process's writes show at the next full walk
     fs.writeFileSync(path.join(stateDir, "elsewhere"), "x".repeat(1000));
     expect(await size.bytes()).toBe(bytesUnder(stateDir) - 1000);
@@ -95,7 +96,7 @@ describe("pruneStackState on a DIY layout", () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-size-race-"));
       try {
         let t = 0;
-        const size = new StateSize(dir, PROJECT, 60_000, () => t);
+        const size = new StateSize(new FileStateStore(dir), PROJECT, 60_000, () => t);
         for (let i = 0; i < 6; i++) writeOperation(dir, 1n, `ns--s${i}`);
         await size.bytes();
         t += 60_000;
