@@ -11,6 +11,7 @@ const UNIT_TESTS = [
   "tests/controller/settledOrders.test.ts",
   "tests/controller/hubLedger.test.ts",
   "tests/controller/hubInFlight.test.ts",
+  "tests/controller/shards.test.ts",
   "tests/controller/settledProperty.test.ts",
   "tests/providers/checkDiff.test.ts",
   "tests/providers/markedLines.test.ts",

@@ -68,13 +68,18 @@ function runCommand(cli: Cli): Cli {
         .option("health-host", { type: "string", default: LOOP_DEFAULTS.healthHost })
         .option("lease-namespace", { type: "string", default: LOOP_DEFAULTS.leaseNamespace, describe: "namespace of the leader-election Lease" })
         .option("identity", { type: "string", describe: "this replica's identity in the Lease (default: POD_NAME, else hostname_pid)" })
+        .option("lease-duration", { type: "number", default: LOOP_DEFAULTS.leaseDurationSeconds,
+          describe: "seconds a Lease holds without renewal; a replica stops acting 2/3 of it after its last renewal" })
+        .option("shards", { type: "number",
+          describe: "split the orders into this many shards, one Lease each, shared by every replica started with the same count (default: one Lease, one acting replica)" })
         .option("mode", { type: "string", choices: ["act", "observe"], default: "act",
           describe: "observe: plan and report per order where the plan differs from the recorded workers, and change nothing" }),
       async (argv) => {
         const { runLoop } = await import("../controller/run");
         const loop = loopSettings({ namespace: argv.namespace, interval: argv.interval, concurrency: argv.concurrency,
           reconcileConcurrency: argv["reconcile-concurrency"], healthPort: argv["health-port"], healthHost: argv["health-host"],
-          leaseNamespace: argv["lease-namespace"], identity: argv.identity, mode: argv.mode });
+          leaseNamespace: argv["lease-namespace"], identity: argv.identity, mode: argv.mode, shards: argv.shards,
+          leaseDuration: argv["lease-duration"] });
         await runLoop({ ...appOptions(argv), onOutput: undefined, ...loop });
       });
 }
@@ -96,9 +101,11 @@ function orderCommands(cli: Cli): Cli {
       (y) => orderArg(y).option("save", { type: "boolean", default: false,
         describe: "record this preview on the order; once approved (approve --plan <id>) the next update makes exactly its steps or none" }),
       (argv) => withApp(argv, (app) => previewCommand(app, argv)))
-    .command("status [order]", "table of workers (phase, attempts, next retry) and failing stack updates", (y) => y.positional("order", { type: "string" }),
+    .command("status [order]", "table of workers (phase, attempts, next retry) and failing stack updates; who holds each shard",
+      (y) => y.positional("order", { type: "string" })
+        .option("lease-namespace", { type: "string", default: LOOP_DEFAULTS.leaseNamespace, describe: "namespace of the reconcilers' Leases" }),
       (argv) => withApp(argv, async (app) => {
-        const report = await app.status(argv.order ? parseOrderRef(argv.order) : undefined);
+        const report = await app.status(argv.order ? parseOrderRef(argv.order) : undefined, { leaseNamespace: argv["lease-namespace"] });
         if (argv.output === "json") console.log(JSON.stringify(report));
         else console.log(formatStatus(report));
       }))
@@ -206,6 +213,10 @@ export function formatStatus(report: StatusReport): string {
   if (report.pinned?.length) out.push("", "PINNED BY A ROLLBACK", formatTable(report.pinned.map((a) => ({ order: a.order, since: a.since, pin: a.message }))));
   if (report.diverged?.length) {
     out.push("", "HELD: THE PLAN DIVERGED FROM ITS APPROVED SAVED PREVIEW", formatTable(report.diverged.map((a) => ({ order: a.order, since: a.since, why: a.message }))));
+  }
+  if (report.shards?.length) {
+    out.push("", "SHARDS (replica acting on each)", ...report.shards.map((s) => `shard ${s.shard}/${s.shards}: ${s.holder || "(released)"}` +
+      (s.renewTime ? `, renewed ${s.renewTime}` : "")));
   }
   return out.join("\n");
 }

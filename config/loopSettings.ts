@@ -13,6 +13,9 @@ export interface LoopFlags {
   leaseNamespace?: string;
   identity?: string;
   mode?: string;
+  shards?: number;
+  /** Seconds. */
+  leaseDuration?: number;
 }
 
 export interface LoopSettings {
@@ -30,6 +33,10 @@ export interface LoopSettings {
   identity?: string;
   /** `act` (default): reconcile. `observe`: plan and report only, beside another controller (controller/observeOnly.ts). */
   mode: "act" | "observe";
+  /** Shard the orders between replicas by shard Leases (controller/election.ts); unset: one Lease, one acting replica. */
+  shards?: number;
+  /** How long a Lease holds without renewal, in seconds; a replica stops acting after 2/3 of it without a renewal. */
+  leaseDurationSeconds: number;
 }
 
 export const LOOP_DEFAULTS = {
@@ -39,10 +46,17 @@ export const LOOP_DEFAULTS = {
   healthPort: 8080,
   healthHost: "127.0.0.1",
   leaseNamespace: "bmw-system",
+  leaseDurationSeconds: 15,
 } as const;
 
 function positiveInteger(flag: string, v: number): number {
   if (!Number.isSafeInteger(v) || v < 1) throw new SettingsError(`--${flag} must be a positive integer, got ${v}`);
+  return v;
+}
+
+/** The Lease is renewed every 2 s and given up 2/3 of its duration after the last renewal: 4 s at least. */
+function leaseDuration(v: number): number {
+  if (positiveInteger("lease-duration", v) < 4) throw new SettingsError(`--lease-duration must be at least 4 seconds (renewals are 2 s apart), got ${v}`);
   return v;
 }
 
@@ -56,6 +70,8 @@ export function loopSettings(flags: LoopFlags): LoopSettings {
     throw new SettingsError(`--health-port must be a port number (0-65535), got ${healthPort}`);
   }
   const mode = flags.mode ?? "act";
+  const shards = flags.shards === undefined ? undefined : positiveInteger("shards", flags.shards);
+  if (shards !== undefined && mode === "observe") throw new SettingsError("--shards applies to --mode act only (observing replicas elect one leader)");
   if (mode !== "act" && mode !== "observe") throw new SettingsError(`--mode must be act or observe, got ${mode}`);
   return {
     mode,
@@ -67,5 +83,7 @@ export function loopSettings(flags: LoopFlags): LoopSettings {
     healthHost: flags.healthHost ?? LOOP_DEFAULTS.healthHost,
     leaseNamespace: flags.leaseNamespace ?? LOOP_DEFAULTS.leaseNamespace,
     identity: flags.identity,
+    ...(shards !== undefined ? { shards } : {}),
+    leaseDurationSeconds: leaseDuration(flags.leaseDuration ?? LOOP_DEFAULTS.leaseDurationSeconds),
   };
 }

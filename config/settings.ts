@@ -150,6 +150,18 @@ export function defaultStateDir(env: Env = process.env): string {
     ?? path.join(optionalString(env, "XDG_STATE_HOME") ?? path.join(os.homedir(), ".local", "state"), "baremetal-workers", "state");
 }
 
+/**
+ * BMW_BACKEND_URL_FILE: a file holding the backend URL (a Secret's: a postgres:// URL carries the database
+ * password), read once; the URL reaches pulumi in its environment, never on a command line or in a log.
+ */
+function backendUrlFromFile(env: Env): string | undefined {
+  const file = optionalString(env, "BMW_BACKEND_URL_FILE");
+  if (!file) return undefined;
+  const url = fs.readFileSync(existing("BMW_BACKEND_URL_FILE", file), "utf8").trim();
+  if (url === "") throw new SettingsError(`BMW_BACKEND_URL_FILE ${file} is empty`);
+  return url;
+}
+
 /** The reconciler's settings (and the CLI's): the program side's, where its stacks live, and its timings. */
 export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOverrides = {}): ReconcilerSettings {
   const passphraseFile = flags.passphraseFile || optionalString(env, "PULUMI_CONFIG_PASSPHRASE_FILE");
@@ -157,7 +169,7 @@ export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOver
   return {
     ...settings(env),
     stateDir: flags.stateDir ?? defaultStateDir(env),
-    backendUrl: flags.backendUrl || undefined,
+    backendUrl: flags.backendUrl || backendUrlFromFile(env),
     passphraseFile,
     workDir: optionalString(env, "BMW_WORK_DIR"),
     refreshIntervalMs: integer(env, "BMW_REFRESH_INTERVAL_MS", DEFAULT_REFRESH_INTERVAL_MS, 0),

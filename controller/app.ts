@@ -32,6 +32,8 @@ import { StackManager } from "../stack/stacks";
 import { RefusedError } from "../lib/refused";
 import { approveSavedPreview, saveUpdatePreview } from "./savedPreviews";
 import type { SavedPreview } from "../planner/savedPreview";
+import type { OrderOwnership } from "./ownership";
+import { LEASE_BASE, MEMBER_LABEL, shardHolders } from "./shards";
 
 export interface AppOptions {
   stateDir?: string;
@@ -98,6 +100,8 @@ export class App {
   /** Orders a steady timer pass may skip (used by the loop; a reconcile records them). */
   readonly settled: SettledOrders;
   readonly stateDir: string;
+  /** A sharded replica's ownership of orders (controller/ownership.ts); unset: this process may act on every order. */
+  ownership?: OrderOwnership;
   private readonly onOutput?: (chunk: string) => void;
   private readonly updateSlots?: Slots;
   private readonly durations?: WorkerDurations;
@@ -174,14 +178,20 @@ export class App {
     const onOutput = this.onOutput;
     const slots = this.updateSlots;
     const inSlot = <T>(fn: () => Promise<T>) => (slots ? slots.run(fn) : fn());
+    const recover = async (ref: OrderRef) => {
+      const r = await stacks.recover(ref);
+      for (const a of r.locks?.cleared ?? []) this.log?.("stale stack lock cleared", { order: `${ref.namespace}/${ref.name}`, reason: a.reason });
+      if (r.pendingCleared.length > 0) this.log?.("pending operations of a stopped run cleared", { order: `${ref.namespace}/${ref.name}`,
+        pending: r.pendingCleared.map((p) => `${p.type} ${p.urn}`) });
+    };
     return {
       up: (ref, o) => inSlot(async () => {
-        await stacks.recover(ref);
+        await recover(ref);
         return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh, observation: o.observation });
       }),
       preview: (ref, o) => inSlot(() => stacks.preview(ref, { observation: o.observation })),
       destroy: (ref) => inSlot(async () => {
-        await stacks.recover(ref);
+        await recover(ref);
         await stacks.destroy(ref, { message: "destroy: the ClusterOrder is being deleted", onOutput });
       }),
       async removeStack(ref) {
@@ -209,7 +219,15 @@ export class App {
       progressReportMs: this.reconcilerSettings.progressReportMs,
       durations: this.durations,
       ...(this.log ? { log: this.log } : {}),
+      ...(this.ownership ? { ownership: this.ownership } : {}),
     };
+  }
+
+  /** Drops what this process remembers of the order: another replica may have acted on it since. */
+  forgetOrder(ref: OrderRef): void {
+    this.memory.delete(`${ref.namespace}/${ref.name}`);
+    this.settled.forget(ref);
+    this.stacks.forgetRecovered(ref);
   }
 
   async reconcile(ref: OrderRef, progress: (m: string) => void = () => undefined): Promise<ReconcileResult> {
@@ -263,8 +281,12 @@ export class App {
     return waiting;
   }
 
-  async status(ref?: OrderRef): Promise<StatusReport> {
+  /** `leaseNamespace`: where the reconcilers' Leases are; their shard Leases, if any, are reported (who acts on which shard). */
+  async status(ref?: OrderRef, opts: { leaseNamespace?: string } = {}): Promise<StatusReport> {
     const orders = ref ? [await this.mustExist(ref)] : await this.kube.listClusterOrders();
+    const shards = opts.leaseNamespace
+      ? shardHolders(LEASE_BASE, await this.kube.listLeases(opts.leaseNamespace, `${MEMBER_LABEL}=${LEASE_BASE}`).catch(() => []))
+      : [];
     const name = (o: (typeof orders)[number]) => `${o.metadata.namespace}/${o.metadata.name}`;
     const drifting = orders.filter((o) => (o.status?.conditions ?? []).some((c) => c.type === COND_WORKER_SPEC_DRIFT && c.status === "True"));
     return {
@@ -274,6 +296,7 @@ export class App {
       pinned: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions, COND_PINNED)),
       diverged: orders.flatMap((o) => updateFailureRows(name(o), o.status?.conditions, COND_PLAN_DIVERGED)),
       ...(await driftReport(drifting, (o) => this.driftOf(o))),
+      ...(shards.length > 0 ? { shards } : {}),
     };
   }
 

@@ -8,6 +8,7 @@ import { INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../planner/name
 import { isNotLeaderError } from "../lib/notLeader";
 import type { OrderRef } from "../io/observe";
 import type { ReconcileResult } from "./reconcile";
+import type { OrderOwnership } from "./ownership";
 import type { SettledMiss, SettledOrders } from "./settledOrders";
 import { describeUpdateFailure } from "./updateFailure";
 
@@ -26,6 +27,11 @@ export interface LoopOptions {
   maxErrorRequeueMs?: number;
   /** Whether this replica may act (leader election); the loop idles while false. */
   isLeader?: () => boolean;
+  /**
+   * A sharded replica: orders of shards it does not hold are neither dispatched nor counted in a pass
+   * (the reconcile checks again with the uid it reads). Learns each order's uid from lists and events.
+   */
+  ownership?: Pick<OrderOwnership, "ownsRef" | "noteUid">;
   log: (level: "info" | "warn" | "error", msg: string, fields?: Record<string, unknown>) => void;
   onTick?: (tick: { orders: number; at: Date }) => void;
   /**
@@ -60,7 +66,7 @@ const keyRef = (k: string): OrderRef => {
 };
 
 interface WatchedObject {
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; generation?: number; labels?: Record<string, string>; ownerReferences?: { kind?: string; name?: string }[] };
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; labels?: Record<string, string>; ownerReferences?: { kind?: string; name?: string }[] };
 }
 
 export class ReconcileLoop {
@@ -105,9 +111,14 @@ export class ReconcileLoop {
     this.watchStops.clear();
   }
 
-  /** Resolves when nothing is running (for orderly shutdown). */
-  async drain(): Promise<void> {
-    while (this.running.size > 0) await new Promise((r) => setTimeout(r, 100));
+  /** Resolves when nothing is running (of the orders `which` selects; for orderly shutdown and shard hand-over). */
+  async drain(which: (ref: OrderRef) => boolean = () => true): Promise<void> {
+    while ([...this.running].some((k) => which(keyRef(k)))) await new Promise((r) => setTimeout(r, 100));
+  }
+
+  /** Lists the orders again now (this replica may act on more of them). */
+  resync(): void {
+    void this.tick();
   }
 
   /**
@@ -145,10 +156,13 @@ export class ReconcileLoop {
       for (const o of orders) {
         if (o.metadata.generation !== undefined) this.generations.set(refKey(o.metadata), o.metadata.generation);
         this.uidToKey.set(o.metadata.uid, refKey(o.metadata));
+        this.opts.ownership?.noteUid(o.metadata, o.metadata.uid);
         this.infraEnvToKey.set(`${o.metadata.namespace}/${infraEnvName(o.metadata.name)}`, refKey(o.metadata));
         this.enqueue(o.metadata, Date.now(), { keepSettled: true });
-        // An order waiting out its failure backoff is not part of this pass: the pass measures the loop's pace.
+        // An order waiting out its failure backoff, or of another replica's shard, is not part of this pass: the
+        // pass measures the loop's pace.
         if ((this.backoff.get(refKey(o.metadata))?.until ?? 0) > Date.now()) keys.delete(refKey(o.metadata));
+        if (this.opts.ownership?.ownsRef(o.metadata) === false) keys.delete(refKey(o.metadata));
       }
       this.lastTickAt = new Date();
       if (keys.size === 0) this.endPass();
@@ -163,8 +177,11 @@ export class ReconcileLoop {
     if (!ns) return undefined;
     const labels = obj.metadata?.labels ?? {};
     switch (kind) {
-      case "ClusterOrder":
-        return obj.metadata?.name ? { namespace: ns, name: obj.metadata.name } : undefined;
+      case "ClusterOrder": {
+        const ref = obj.metadata?.name ? { namespace: ns, name: obj.metadata.name } : undefined;
+        if (ref && obj.metadata?.uid) this.opts.ownership?.noteUid(ref, obj.metadata.uid);
+        return ref;
+      }
       case "Agent": {
         const byUid = labels[ORDER_LABEL] ? this.uidToKey.get(labels[ORDER_LABEL]) : undefined;
         if (byUid) return keyRef(byUid);
@@ -270,6 +287,10 @@ export class ReconcileLoop {
     for (const [k] of ready) {
       if (this.running.size >= limit) break;
       this.due.delete(k);
+      if (this.opts.ownership?.ownsRef(keyRef(k)) === false) {
+        if (this.pass?.pending.delete(k) && this.pass.pending.size === 0) this.endPass();
+        continue;
+      }
       this.running.add(k);
       void this.run(k);
     }
@@ -311,9 +332,10 @@ export class ReconcileLoop {
       const e = err instanceof Error ? err : new Error(String(err));
       this.opts.onResult?.(ref, e, Date.now() - started);
       if (isNotLeaderError(e)) {
-        // Not the order's failure: it runs again when this replica leads (dispatch idles until then).
+        // Not the order's failure: it runs again when this replica leads (dispatch idles until then); an
+        // order of another replica's shard is left to it (a later tick finds it again if its shard comes here).
         this.opts.log("info", `reconcile of ${k} stopped: not the leader`);
-        this.enqueue(ref, Date.now() + 1_000);
+        if (this.opts.ownership?.ownsRef(ref) !== false) this.enqueue(ref, Date.now() + 1_000);
       } else {
         const before = this.backoff.get(k);
         const failures = (before?.failures ?? 0) + 1;

@@ -88,6 +88,10 @@ function loopMetrics(registers: Registry[]) {
       name: "bmw_loop_pass_duration_seconds",
       help: "Duration of the last full pass: from a timer tick until every ClusterOrder it listed was reconciled once.", registers,
     }),
+    shardHeld: new Gauge({
+      name: "bmw_shard_held", help: "With --shards: 1 for each shard whose Lease this replica holds, 0 for the others.",
+      labelNames: ["shard"], registers,
+    }),
   };
 }
 
@@ -139,6 +143,7 @@ export class ReconcilerMetrics {
   readonly fulfillmentCalls: Counter<"method" | "code">;
   readonly settledChecks: Counter<"outcome">;
   readonly passDuration: Gauge;
+  readonly shardHeld: Gauge<"shard">;
   readonly updateSlots: Gauge<"state">;
   readonly stateBytes: Gauge;
 
@@ -158,6 +163,7 @@ export class ReconcilerMetrics {
     this.fulfillmentCalls = loop.fulfillmentCalls;
     this.settledChecks = loop.settledChecks;
     this.passDuration = loop.passDuration;
+    this.shardHeld = loop.shardHeld;
     const scraped = scrapedGauges(registers, opts);
     this.updateSlots = scraped.updateSlots;
     this.stateBytes = scraped.stateBytes;
@@ -177,6 +183,11 @@ export class ReconcilerMetrics {
       this.workersReady.set(labels, c.ready);
       this.workersFailed.set(labels, c.failed);
     }
+  }
+
+  /** A sharded replica's shard Leases: every shard of the count, 1 where held. */
+  setShardsHeld(shards: number, held: readonly number[]): void {
+    for (let i = 0; i < shards; i++) this.shardHeld.set({ shard: String(i) }, held.includes(i) ? 1 : 0);
   }
 
   observeProvisioning(tenant: string, seconds: number): void {

@@ -13,7 +13,7 @@ import { isBareMetalRequest } from "../planner/status";
 import type { ClusterOrder, Plan, Snapshot } from "../planner/types";
 import type { Observation, OrderRef } from "../io/observe";
 import { failpoint } from "../lib/failpoints";
-import { isNotLeaderError } from "../lib/notLeader";
+import { isNotLeaderError, NotLeaderError } from "../lib/notLeader";
 import { decide, type Decision, settleAfterUpdate } from "./decide";
 import { finalize } from "./finalize";
 import { observeAndPlan } from "./observeOrder";
@@ -34,6 +34,10 @@ export { failureEvents, observeDurations, TENANT_ANNOTATION } from "./report";
 export async function reconcileOrder(deps: ReconcileDeps, ref: OrderRef): Promise<ReconcileResult> {
   const order = await readOrder(deps, ref);
   if (!order) return { action: "gone" };
+  // A sharded replica acts only on the orders of its shards, judged by the uid just read.
+  if (deps.ownership && !deps.ownership.claim(ref, order.metadata.uid)) {
+    throw new NotLeaderError(`not the leader: ${ref.namespace}/${ref.name} belongs to a shard this replica does not hold`);
+  }
   if (notOurs(order)) {
     deps.memory.delete(orderKey(ref));
     return { action: "ignored" };

@@ -1,6 +1,7 @@
 // What one reconcile of a ClusterOrder works with: its dependencies (hub, service, stacks, clock), the
 // memory kept per order between reconciles, and its result. The phases (reconcile.ts, decide.ts,
 // report.ts, finalize.ts) share these types; nothing here does I/O.
+import type { OrderOwnership } from "./ownership";
 import type { FulfillmentApi } from "../clients/fulfillment";
 import type { HubApi } from "../clients/kube";
 import type { Observation, OrderRef } from "../io/observe";
@@ -84,6 +85,8 @@ export interface ReconcileDeps {
   durations?: WorkerDurations;
   /** The reconciler's log; a message is a warning unless it says otherwise. */
   log?: (msg: string, fields?: Record<string, unknown>, level?: "debug" | "warn") => void;
+  /** A sharded replica: only orders of the shards it holds are acted on (controller/ownership.ts). */
+  ownership?: OrderOwnership;
 }
 
 export interface OrderMemory {

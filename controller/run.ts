@@ -7,7 +7,9 @@ import { type ReconcileResult, TENANT_ANNOTATION } from "./reconcile";
 import { observeOnly, type ObserveOnlyDeps } from "./observeOnly";
 import type { OrderRef } from "../io/observe";
 import { startHealthServer, Heartbeat, electionCheck, kubeReachable, allOf } from "./health";
-import { defaultIdentity, LeaderElector } from "./leader";
+import { defaultIdentity } from "./leader";
+import { type Election, shardedLeaders, singleLeader } from "./election";
+import { LEASE_BASE } from "./shards";
 import { createLogger } from "../lib/logger";
 
 type Logger = ReturnType<typeof createLogger>;
@@ -36,15 +38,16 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
   const identity = opts.identity ?? defaultIdentity(os.hostname(), process.pid);
-  // Observing replicas elect among themselves, on a Lease of their own: they never stand an acting replica down.
-  const elector = leaderElector(app, identity, opts.leaseNamespace, opts.mode === "observe" ? "baremetal-workers-observe" : "baremetal-workers", log);
+  let loop: ReconcileLoop | undefined;
+  const elector = electionOf(opts, app, identity, log, metrics, () => loop);
   let passStart = metrics.totals();
-  const loop = new ReconcileLoop({
+  loop = new ReconcileLoop({
     kube: app.kube,
     namespaces: opts.namespaces,
     intervalMs: opts.intervalMs,
     concurrency: opts.reconcileConcurrency,
-    isLeader: () => elector.isLeading(),
+    isLeader: () => elector.isLeader(),
+    ...(elector.ownership ? { ownership: elector.ownership } : {}),
     log: (level, msg, fields) => log[level](fields ?? {}, msg),
     onTick: () => {
       heartbeat.beat();
@@ -69,14 +72,11 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     liveness: () => heartbeat.check(),
     readiness: async () => allOf({ kube: await kubeReachable(kc), election: electionCheck(elector) }),
   });
-  log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir, mode: opts.mode }, "reconciler started");
+  log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir, mode: opts.mode, shards: opts.shards },
+    "reconciler started");
   elector.start();
   await loop.start();
-  const stop = opts.until ?? new Promise<void>((resolve) => {
-    process.once("SIGTERM", () => resolve());
-    process.once("SIGINT", () => resolve());
-  });
-  await stop;
+  await (opts.until ?? untilSignal());
   log.info("stopping: finishing running updates");
   loop.stop();
   await loop.drain();
@@ -85,19 +85,26 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   app.close();
 }
 
-/** The Lease of this replica; the stacks run pulumi only while it leads, and stop when it no longer does. */
-function leaderElector(app: App, identity: string, namespace: string, name: string, log: Logger): LeaderElector {
-  const elector = new LeaderElector({
-    client: app.kube, namespace, name, identity, logger: log,
-    onStartedLeading: () => log.info({ identity }, "leading: reconciling"),
-    onStoppedLeading: () => {
-      // The next leader clears our stack locks once it holds the Lease: nothing of ours may still run then.
-      app.stacks.abortRunning();
-      log.warn({ identity }, "lost leadership: standing by");
-    },
+function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    process.once("SIGTERM", () => resolve());
+    process.once("SIGINT", () => resolve());
   });
-  app.stacks.setLeaseOwner({ identity, isHolderGone: (holder) => elector.isHolderGone(holder), isLeading: () => elector.isLeading() });
-  return elector;
+}
+
+/** Who may act (controller/election.ts): one Lease, or the shard Leases with --shards. */
+function electionOf(opts: RunOptions, app: App, identity: string, log: Logger, metrics: ReconcilerMetrics,
+  loop: () => ReconcileLoop | undefined): Election {
+  // Observing replicas elect among themselves, on a Lease of their own: they never stand an acting replica down.
+  const common = { app, identity, namespace: opts.leaseNamespace, log, leaseDurationSeconds: opts.leaseDurationSeconds,
+    name: opts.mode === "observe" ? `${LEASE_BASE}-observe` : LEASE_BASE,
+    drain: (which: (ref: OrderRef) => boolean) => loop()?.drain(which) ?? Promise.resolve() };
+  if (!opts.shards || opts.mode === "observe") return singleLeader(common);
+  const shards = opts.shards;
+  return shardedLeaders({ ...common, shards, onShardsChanged: (held) => {
+    metrics.setShardsHeld(shards, held);
+    loop()?.resync();
+  } });
 }
 
 /** One reconcile of the loop, counted in the metrics and logged; keeps each order's worker gauges. */

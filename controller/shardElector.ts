@@ -152,7 +152,7 @@ export class ShardElector {
 
   private wants(shard: number): boolean {
     if (!this.running || !this.observedOnce || this.foreignHeld || !this.member.isLeading()) return false;
-    return assignedMember(shard, this.live) === this.opts.identity;
+    return assignedMember(shard, this.live, this.opts.shards) === this.opts.identity;
   }
 
   private changed(): void {

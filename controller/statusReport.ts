@@ -1,5 +1,6 @@
 // What `baremetal-workers status` reports: a row per worker, the orders whose updates fail, wait for
 // approval, are pinned or held by a saved preview, and the create-only drift of live BMIs.
+import type { ShardHolder } from "./shards";
 import { OrderNotFoundError } from "../io/observe";
 import { COND_UPDATE_FAILED } from "../planner/conditions";
 import type { Condition, WorkerDrift, WorkerStatus } from "../planner/types";
@@ -45,6 +46,8 @@ export interface StatusReport {
   approvals?: UpdateFailureRow[];
   pinned?: UpdateFailureRow[];
   diverged?: UpdateFailureRow[];
+  /** With sharded reconcilers: who holds each shard Lease. */
+  shards?: ShardHolder[];
 }
 
 /** Drift observations of `status` run at once: each is a full observation of one order. */

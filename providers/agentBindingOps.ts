@@ -8,7 +8,7 @@ import type { AgentObject, AgentPatch } from "../clients/kube";
 import { failpoint } from "../lib/failpoints";
 import { AGENT_BAREMETAL_LABEL, ORDER_LABEL, UNBINDING_STATE, WORKER_NAME_LABEL } from "../planner/names";
 import type { DesiredBinding } from "../planner/types";
-import { isUnknown, kubeFor } from "./providerHost";
+import { isUnknown, kubeFor, localKubeconfig } from "./providerHost";
 
 export interface AgentBindingInputs extends DesiredBinding {
   /** The worker slot (label osac.openshift.io/worker-name). */
@@ -125,7 +125,8 @@ export function check(_olds: Partial<AgentBindingInputs>, news: AgentBindingInpu
 }
 
 const REPLACE_KEYS = ["agentName", "agentNamespace", "agentUid", "bmiId"] as const;
-const UPDATE_KEYS = ["labels", "clusterDeploymentName", "slot", "orderUid", "kubeconfigPath"] as const;
+// kubeconfigPath is where this machine keeps the hub's kubeconfig (providerHost.ts): never a change.
+const UPDATE_KEYS = ["labels", "clusterDeploymentName", "slot", "orderUid"] as const;
 
 export function diff(_id: string, olds: AgentBindingInputs, news: AgentBindingInputs): pulumi.dynamic.DiffResult {
   const differs = (k: keyof AgentBindingInputs) => isUnknown(news[k]) || JSON.stringify(olds[k] ?? null) !== JSON.stringify(news[k] ?? null);
@@ -135,18 +136,18 @@ export function diff(_id: string, olds: AgentBindingInputs, news: AgentBindingIn
 }
 
 export async function create(inputs: AgentBindingInputs): Promise<pulumi.dynamic.CreateResult<AgentBindingOutputs>> {
-  const agent = await bind(kubeFor(inputs.kubeconfigPath), inputs);
+  const agent = await bind(kubeFor(localKubeconfig(inputs.kubeconfigPath)), inputs);
   failpoint("binding.create.afterPatch"); // fault suite: the Agent is bound, the engine never hears of it
   return { id: `${inputs.agentNamespace}/${inputs.agentName}`, outs: outputsOf(inputs, agent) };
 }
 
 export async function update(_id: string, _olds: AgentBindingOutputs, news: AgentBindingInputs): Promise<pulumi.dynamic.UpdateResult<AgentBindingOutputs>> {
-  return { outs: outputsOf(news, await bind(kubeFor(news.kubeconfigPath), news)) };
+  return { outs: outputsOf(news, await bind(kubeFor(localKubeconfig(news.kubeconfigPath)), news)) };
 }
 
 /** Refresh: the Agent's current state; gone (or re-created under the same name) reads as gone. */
 export async function read(id: string, props: AgentBindingOutputs): Promise<pulumi.dynamic.ReadResult<AgentBindingOutputs>> {
-  const agent = await kubeFor(props.kubeconfigPath).getAgent(props.agentNamespace, props.agentName);
+  const agent = await kubeFor(localKubeconfig(props.kubeconfigPath)).getAgent(props.agentNamespace, props.agentName);
   if (!agent || (props.agentUid && agent.metadata.uid !== props.agentUid)) return { id: "" };
   return { id, props: outputsOf(props, agent) };
 }
@@ -161,7 +162,7 @@ export async function read(id: string, props: AgentBindingOutputs): Promise<pulu
  * BMI of the order is confirmed gone.
  */
 export async function remove(_id: string, props: AgentBindingOutputs): Promise<void> {
-  const kube = kubeFor(props.kubeconfigPath);
+  const kube = kubeFor(localKubeconfig(props.kubeconfigPath));
   for (let attempt = 1; ; attempt++) {
     const agent = await kube.getAgent(props.agentNamespace, props.agentName);
     if (!agent) return;

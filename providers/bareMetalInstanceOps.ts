@@ -17,7 +17,7 @@ import { redact } from "../planner/redact";
 import type { ClusterOrder, DesiredBmi, ObservedBmi, WorkerPhase } from "../planner/types";
 import { formatCreateRejection } from "./createRejection";
 import { formatDeleteRefusal } from "./deleteRefusal";
-import { isUnknown, kubeFor, withFulfillment } from "./providerHost";
+import { isUnknown, kubeFor, localKubeconfig, withFulfillment } from "./providerHost";
 import { type FulfillmentConnection, providerSettings } from "../config/settings";
 
 /** Re-exported for index.ts and controller/app.ts, which import it from here. */
@@ -59,8 +59,8 @@ export interface BareMetalInstanceOutputs extends BareMetalInstanceInputs {
  * planner reports it as drift, and only a new incarnation is created with the new values.
  */
 export const IMMUTABLE_INPUTS = ["name", "catalogItem", "instanceType", "diskImage", "userData", "networkAttachment", "tenant"] as const;
-/** Updated in place; connection and guard are local and never touch the service. */
-const MUTABLE_INPUTS = ["labels", "annotations", "connection", "guard"] as const;
+/** Updated in place; the guard is local. The connection and the guard's path are this machine's (providerHost.ts): never a change. */
+const MUTABLE_INPUTS = ["labels", "annotations", "guard"] as const;
 /** Phases of a slot the planner retired: only then may its BMI be deleted (or when the order goes). */
 export const RETIRED_PHASES: readonly WorkerPhase[] = ["Unbinding", "Deleting", "Failed"];
 /** Bounds the server's text carried in a Create rejection. */
@@ -121,6 +121,10 @@ export function check(_olds: Partial<BareMetalInstanceInputs>, news: BareMetalIn
   return { inputs: news, failures };
 }
 
+/** An input without this machine's file paths (the guard's kubeconfigPath). */
+const withoutPaths = (key: string, v: unknown): unknown =>
+  (key === "guard" && v && typeof v === "object" && !isUnknown(v) ? { ...(v as DeleteGuard), kubeconfigPath: undefined } : v);
+
 function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 }
@@ -140,7 +144,7 @@ function canonical(v: unknown): unknown {
  * new name never reaches diff. adoptId only matters at create time.
  */
 export function diff(_id: string, olds: BareMetalInstanceInputs, news: BareMetalInstanceInputs): pulumi.dynamic.DiffResult {
-  const updates = MUTABLE_INPUTS.filter((k) => isUnknown(news[k]) || !same(olds[k], news[k]));
+  const updates = MUTABLE_INPUTS.filter((k) => isUnknown(news[k]) || !same(withoutPaths(k, olds[k]), withoutPaths(k, news[k])));
   return { changes: updates.length > 0, replaces: [], deleteBeforeReplace: false };
 }
 
@@ -342,7 +346,7 @@ async function checkDeleteAllowed(id: string, name: string, guard: DeleteGuard |
   }
   let order: ClusterOrder | undefined;
   try {
-    order = await kubeFor(guard.kubeconfigPath).getClusterOrderStrict(guard.namespace, guard.orderName);
+    order = await kubeFor(localKubeconfig(guard.kubeconfigPath)).getClusterOrderStrict(guard.namespace, guard.orderName);
   } catch (err) {
     throw refusal(id, name, guard.slot,
       `ClusterOrder ${guard.namespace}/${guard.orderName} could not be read (${unreadable(err)}), so the deletion cannot be checked`);

@@ -7,15 +7,35 @@ import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import { FulfillmentClient, isTransient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
-import type { FulfillmentConnection } from "../config/settings";
+import { type FulfillmentConnection, programSettings } from "../config/settings";
 import { connectionOptions } from "./fulfillmentConnection";
 
 /** Whether `v` is Pulumi's placeholder for a value not known during preview. */
 export const isUnknown = (v: unknown): boolean => v === pulumi.runtime.unknownValue;
 
+// File paths (the hub's kubeconfig, the fulfillment token and CA) belong to the machine that runs pulumi,
+// not to the resource: another replica or an admin's machine keeps them elsewhere. So the provider acts
+// with this machine's settings (the BMW_* variables the reconciler and the CLI give every pulumi process)
+// and falls back to the paths the state recorded only where none are set; a path alone is never a change.
+
+/** This machine's hub kubeconfig, else the recorded path. */
+export function localKubeconfig(recorded: string): string {
+  return process.env.BMW_KUBECONFIG || recorded;
+}
+
+/** This machine's fulfillment connection, else the recorded one. */
+export function localConnection(recorded: FulfillmentConnection): FulfillmentConnection {
+  if (!process.env.BMW_FULFILLMENT_ADDRESS) return recorded;
+  try {
+    return programSettings(process.env).fulfillment;
+  } catch {
+    return recorded; // incomplete settings here: the recorded connection is the better guess
+  }
+}
+
 const kubes = new Map<string, Kube>();
 
-/** The host's client for the kubeconfig at `path`. */
+/** The host's client for the kubeconfig at `path` (pass localKubeconfig(recorded)). */
 export function kubeFor(path: string): Kube {
   let k = kubes.get(path);
   if (!k) {
@@ -79,8 +99,9 @@ function retire(held: HeldClient): void {
  * an outage gRPC backs off and fails calls at once for a while; so a client that saw the service
  * unavailable is replaced, and the next operation connects afresh (a Create is never retried in place).
  */
-export async function withFulfillment<T>(conn: FulfillmentConnection, fn: (c: FulfillmentClient) => Promise<T>): Promise<T> {
-  const held = acquire(conn);
+/** Runs `fn` with the host's client for this machine's connection (else the recorded one, see localConnection). */
+export async function withFulfillment<T>(recorded: FulfillmentConnection, fn: (c: FulfillmentClient) => Promise<T>): Promise<T> {
+  const held = acquire(localConnection(recorded));
   try {
     return await fn(held.client);
   } catch (err) {

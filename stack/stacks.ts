@@ -18,7 +18,6 @@ import { LocalWorkspace, PulumiCommand, Stack } from "@pulumi/pulumi/automation"
 import type { OrderRef } from "../io/observe";
 import type { HandoffSource } from "../io/handoff";
 import { stackName } from "../planner/names";
-import { NotLeaderError } from "../lib/notLeader";
 import { repairBlobAttrs } from "./blobAttrs";
 import { changeCounts, type EngineStep, summarizeEventLog } from "./eventLog";
 import { type HistoryEntry, oneLine, readHistory } from "./history";
@@ -62,7 +61,6 @@ export class StackManager {
   private readonly stateSize?: StateSize;
   /** The backend's blobs (file and postgres:// backends), for locks, retention and size. */
   private readonly store?: StateStore;
-  private owner?: LeaseOwner;
   private readonly processes: LeaderProcesses;
   private readonly inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
 
@@ -86,38 +84,29 @@ export class StackManager {
   }
 
   /**
-   * Makes this process act for a Lease holder: every pulumi process it starts is recorded as that leader's
-   * (locks.ts), recover() clears locks of leaders that have lost the Lease at once, and recover, up and
-   * destroy refuse (NotLeaderError) unless the owner leads at the moment their pulumi process would start:
-   * an update queued for a slot must not run after leadership passed to another replica.
+   * Makes this process act for a Lease holder: every pulumi process it starts is recorded as that holder's
+   * (locks.ts), recover() clears locks of holders that have lost the order's Lease at once, and recover, up
+   * and destroy refuse (NotLeaderError) unless the owner may act on the order at the moment their pulumi
+   * process would start: an update queued for a slot must not run after the order passed to another replica.
    */
   setLeaseOwner(owner: LeaseOwner | undefined): void {
-    this.owner = owner;
-  }
-
-  /** Whether this process may run pulumi now: it leads, or acts for no Lease holder (the CLI). */
-  leading(): boolean {
-    return !this.owner || this.owner.isLeading();
-  }
-
-  private assertLeading(what: string, stackName: string): void {
-    if (!this.leading()) throw new NotLeaderError(`not the leader: ${what} of stack ${stackName} refused (this replica does not hold the Lease)`);
-  }
-
-  /** A failure of an operation during which leadership was lost is the loss of leadership, not the order's failure. */
-  private lostLeadership(err: unknown, what: string, stackName: string): unknown {
-    if (this.leading() || err instanceof NotLeaderError) return err;
-    return new NotLeaderError(`not the leader: ${what} of stack ${stackName} stopped, leadership was lost meanwhile`, { cause: err });
+    this.processes.setOwner(owner);
   }
 
   /**
-   * Stops every pulumi process of this manager, for a replica that lost the Lease: SIGINT at once (the engine
-   * finishes in-flight steps and unlocks), then the process tree is killed after `killAfterMs`, before the
-   * next leader, which waits at least a lease duration (15 s) after our last renewal, may clear our locks.
-   * A killed update leaves pending operations that recover() clears; every create is idempotent.
+   * Stops the pulumi processes of this manager (of the orders `which` selects), for a replica that may no
+   * longer act on them: SIGINT at once (the engine finishes in-flight steps and unlocks), then the process
+   * tree is killed after `killAfterMs`, before the next holder, which waits at least a lease duration (15 s)
+   * after our last renewal, may clear our locks. A killed update leaves pending operations that recover()
+   * clears; every create is idempotent.
    */
-  abortRunning(killAfterMs = 2000): void {
-    this.processes.abortAll(killAfterMs);
+  abortRunning(killAfterMs = 2000, which?: (ref: OrderRef | undefined) => boolean): void {
+    this.processes.abortAll(killAfterMs, which);
+  }
+
+  /** Forgets that the order's stack was recovered: another replica may have run it since (a shard changed hands). */
+  forgetRecovered(ref: OrderRef): void {
+    this.known.delete(this.stackName(ref));
   }
 
   /** Bytes of the file backend's state directory (the bmw_state_bytes gauge); undefined for other backends. */
@@ -132,6 +121,7 @@ export class StackManager {
   /** Creates the stack if needed, selects it and records which ClusterOrder it manages. */
   ensureStack(ref: OrderRef): Promise<Stack> {
     const name = this.stackName(ref);
+    this.processes.noteStack(name, ref);
     let s = this.stacks.get(name);
     if (!s) {
       s = this.selection.run("select", async () => {
@@ -187,7 +177,7 @@ export class StackManager {
   async up(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult & { outputs: Record<string, unknown>; steps: EngineStep[] }> {
     const stack = await this.ensureStack(ref);
     return this.perStack.run(stack.name, async () => {
-      this.assertLeading("up", stack.name);
+      this.processes.assertLeading("up", stack.name);
       try {
         return await this.runWithEventLog("up", stack.name, opts, ref);
       } catch (err) {
@@ -223,7 +213,7 @@ export class StackManager {
   async destroy(ref: OrderRef, opts: OperationOptions = {}): Promise<OperationResult> {
     const stack = await this.ensureStack(ref);
     return this.tracked(stack.name, async () => {
-      this.assertLeading("destroy", stack.name);
+      this.processes.assertLeading("destroy", stack.name);
       const { summary, changes, durationMs } = await this.runWithEventLog("destroy", stack.name, opts);
       return { summary, changes, durationMs };
     });
@@ -248,7 +238,7 @@ export class StackManager {
       const { changes, outputs, steps } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
       return { summary: "succeeded" as const, changes: changeCounts(changes), opMap: changes, durationMs: Date.now() - t0, outputs, steps, stdout };
     } catch (err) {
-      throw this.lostLeadership(err, command, stackName);
+      throw this.processes.lostLeadership(err, command, stackName);
     } finally {
       program?.close();
       fs.rmSync(dir, { recursive: true, force: true });
@@ -294,10 +284,10 @@ export class StackManager {
     if (this.known.has(this.stackName(ref))) return { pendingCleared: [] };
     if (!this.stacks.has(this.stackName(ref)) && !(await this.stackExists(ref))) return { pendingCleared: [] };
     const stack = await this.ensureStack(ref);
-    const owner = this.owner;
-    const full: StaleLockPolicy = owner && !policy.isHolderGone ? { ...policy, isHolderGone: owner.isHolderGone } : policy;
+    const holderGone = this.processes.isHolderGone(stack.name);
+    const full: StaleLockPolicy = holderGone && !policy.isHolderGone ? { ...policy, isHolderGone: holderGone } : policy;
     return this.perStack.run(stack.name, async () => {
-      this.assertLeading("recovery", stack.name);
+      this.processes.assertLeading("recovery", stack.name);
       const stateDir = stateDirOf(this.backendUrl);
       const attrsRemoved = stateDir ? repairBlobAttrs(stateDir, this.projectName, stack.name) : [];
       const locks = this.store ? await clearStaleLocks(this.store, this.projectName, stack.name, full) : undefined;
@@ -359,21 +349,21 @@ export class StackManager {
     return encryptedStore({
       bin: path.join(this.tc.pulumiRoot, "bin", "pulumi"), cwd: this.workDir, env: this.env, stackName,
       tmpParent: stateDirOf(this.backendUrl) ?? os.tmpdir(),
-      beforeStart: (what) => this.assertLeading(what, stackName),
-      onSpawn: (child) => this.processes.track(stackName, child, this.owner),
+      beforeStart: (what) => this.processes.assertLeading(what, stackName),
+      onSpawn: (child) => this.processes.track(stackName, child),
     });
   }
 
   /** Runs a pulumi command on a stack as a tracked process (see LeaderProcesses.track). */
   private runCli(stackName: string, args: string[], opts: OperationOptions, programEnv: Record<string, string> = {}): Promise<string> {
     try {
-      if (args[0] !== "preview") this.assertLeading(`pulumi ${args[0]}`, stackName); // a preview only looks
+      if (args[0] !== "preview") this.processes.assertLeading(`pulumi ${args[0]}`, stackName); // a preview only looks
     } catch (err) {
       return Promise.reject(err);
     }
     return runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
       cwd: this.workDir, env: { ...this.env, ...programEnv, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
-      onSpawn: (child) => this.processes.track(stackName, child, this.owner),
+      onSpawn: (child) => this.processes.track(stackName, child),
     }).finally(() => this.processes.settled());
   }
 

@@ -11,9 +11,9 @@ import { defaultPlannerConfig } from "../../planner";
 import { StackManager } from "../../stack/stacks";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-settings-"));
-const file = (name: string) => {
+const file = (name: string, content = "x") => {
   const p = path.join(tmp, name);
-  fs.writeFileSync(p, "x");
+  fs.writeFileSync(p, content);
   return p;
 };
 const KUBECONFIG = file("kubeconfig");
@@ -139,6 +139,14 @@ describe("reconcilerSettings", () => {
       .toMatchObject({ stateDir: "/tmp/s", backendUrl: "s3://bucket", passphraseFile: other });
   });
 
+  it("reads the backend URL from BMW_BACKEND_URL_FILE (a Secret's), a flag first; an empty or missing file stops it", () => {
+    const url = file("backend-url", "postgres://bmw:s3cret@db.example:5432/pulumi?sslmode=verify-full\n");
+    expect(reconcilerSettings({ ...base, BMW_BACKEND_URL_FILE: url }).backendUrl).toBe("postgres://bmw:s3cret@db.example:5432/pulumi?sslmode=verify-full");
+    expect(reconcilerSettings({ ...base, BMW_BACKEND_URL_FILE: url }, { backendUrl: "file:///tmp/x" }).backendUrl).toBe("file:///tmp/x");
+    expect(() => reconcilerSettings({ ...base, BMW_BACKEND_URL_FILE: file("empty-url", "\n") })).toThrow(/^BMW_BACKEND_URL_FILE .* is empty$/);
+    expect(() => reconcilerSettings({ ...base, BMW_BACKEND_URL_FILE: MISSING })).toThrow(/^BMW_BACKEND_URL_FILE .*missing does not exist$/);
+  });
+
   it("defaults the state directory under XDG_STATE_HOME and leaves the passphrase to be generated", () => {
     const s = reconcilerSettings({ ...without("PULUMI_CONFIG_PASSPHRASE_FILE"), XDG_STATE_HOME: "/x" });
     expect(s.stateDir).toBe("/x/baremetal-workers/state");
@@ -177,8 +185,13 @@ describe("programEnv", () => {
 describe("loopSettings", () => {
   it("applies the defaults, and runs at least as many reconciles as updates at once", () => {
     expect(loopSettings({})).toEqual({ namespaces: [], intervalMs: 60_000, concurrency: 4, reconcileConcurrency: 16, healthPort: 8080,
-      healthHost: "127.0.0.1", leaseNamespace: "bmw-system", identity: undefined, mode: "act" });
+      healthHost: "127.0.0.1", leaseNamespace: "bmw-system", identity: undefined, mode: "act", leaseDurationSeconds: 15 });
     expect(loopSettings({ mode: "observe" }).mode).toBe("observe");
+    expect(loopSettings({ shards: 3, leaseDuration: 9 })).toMatchObject({ shards: 3, leaseDurationSeconds: 9 });
+    expect(() => loopSettings({ shards: 0 })).toThrow(/^--shards must be a positive integer, got 0$/);
+    expect(() => loopSettings({ shards: 2, mode: "observe" })).toThrow(/--shards applies to --mode act only/);
+    expect(() => loopSettings({ leaseDuration: 1.5 })).toThrow(/^--lease-duration must be a positive integer/);
+    expect(() => loopSettings({ leaseDuration: 3 })).toThrow(/^--lease-duration must be at least 4 seconds/);
     expect(() => loopSettings({ mode: "watch" })).toThrow(/--mode must be act or observe/);
     expect(loopSettings({ concurrency: 32 }).reconcileConcurrency).toBe(32);
     expect(loopSettings({ interval: 0.5, namespace: ["a"] })).toMatchObject({ intervalMs: 500, namespaces: ["a"] });

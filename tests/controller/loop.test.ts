@@ -248,6 +248,41 @@ describe("ReconcileLoop", () => {
     expect(at[3] - at[2]).toBeLessThan(500);
   });
 
+  it("a sharded replica dispatches only orders it owns, ends its pass without the others, and leaves a refused order of another shard alone", async () => {
+    const passes: { orders: number }[] = [];
+    const { kube, emit } = fakeKube([order("s", "mine", "uid-mine"), order("s", "theirs", "uid-theirs"), order("s", "moved", "uid-moved")]);
+    const owned = new Set(["uid-mine", "uid-moved", "uid-new"]);
+    const uids = new Map<string, string>();
+    const seen: string[] = [];
+    loop = new ReconcileLoop({
+      kube, log: noLog, intervalMs: 60_000, debounceMs: 10, onPass: (p) => passes.push(p),
+      ownership: {
+        noteUid: (ref, uid) => void uids.set(`${ref.namespace}/${ref.name}`, uid),
+        ownsRef: (ref) => (uids.has(`${ref.namespace}/${ref.name}`) ? owned.has(uids.get(`${ref.namespace}/${ref.name}`)!) : undefined),
+      },
+      reconcile: async (ref): Promise<ReconcileResult> => {
+        seen.push(ref.name);
+        // Re-created meanwhile under another uid, of a shard this replica does not hold: the reconcile refuses it.
+        if (ref.name === "moved") {
+          uids.set("s/moved", "uid-theirs-now");
+          throw new NotLeaderError("not the leader: s/moved belongs to a shard this replica does not hold");
+        }
+        return { action: "skipped" };
+      },
+    });
+    await loop.start();
+    await sleep(300);
+    expect(seen.sort()).toEqual(["mine", "moved"]);
+    expect(passes).toEqual([expect.objectContaining({ orders: 3 })]);
+    await sleep(1_300); // a refusal of an order still ours would come back after 1 s
+    expect(seen.filter((n) => n === "moved")).toHaveLength(1);
+    // A new order's event carries its uid: an owned one is reconciled, another replica's is not.
+    emit("/apis/osac.openshift.io/v1alpha1/clusterorders", { metadata: { namespace: "s", name: "new", uid: "uid-new", generation: 1 } });
+    emit("/apis/osac.openshift.io/v1alpha1/clusterorders", { metadata: { namespace: "s", name: "other", uid: "uid-other", generation: 1 } });
+    await sleep(200);
+    expect(seen.sort()).toEqual(["mine", "moved", "new"]);
+  });
+
   it("logs a failed update redacted and bounded: a token echoed by the engine does not reach the log", async () => {
     const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJlLXNpZ25hdHVyZQ";
     const opaque = "Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFy+/=";

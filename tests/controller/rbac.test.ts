@@ -55,7 +55,7 @@ describe("deploy/reconciler.yaml RBAC", () => {
     expect(verbs("agent-install.openshift.io", "infraenvs")).toEqual(["create", "delete", "get", "list", "patch", "update", "watch"]);
     expect(verbs("osac.openshift.io", "clusterorders/status")).toEqual(["get", "patch", "update"]);
     expect(clusterRole.rules!.some((r) => r.resources!.includes("*") || r.verbs.includes("*") || r.apiGroups!.includes("*"))).toBe(false);
-    expect(leaseRole.rules).toEqual([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] }]);
+    expect(leaseRole.rules).toEqual([{ apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "list", "create", "update"] }]);
   });
 
   it("authenticates as the ServiceAccount", async () => {

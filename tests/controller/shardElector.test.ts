@@ -7,6 +7,7 @@ import * as crypto from "node:crypto";
 import { Kube, type LeaseObject } from "../../clients/kube";
 import { ShardElector } from "../../controller/shardElector";
 import { assignedMember, shardOf } from "../../controller/shards";
+import { guardedSingleLease } from "../../controller/shardLeaseWatch";
 import { eventually } from "../support/eventually";
 import { createTestNamespace, kubeConfig } from "../support/kube";
 
@@ -73,7 +74,7 @@ describe("shard Leases", () => {
     await eventually(async () => allHeld(rs), 15_000);
     await neverTwoOwners(rs, 3_000);
     for (const uid of ORDERS) {
-      expect(owners(rs, uid)).toEqual([assignedMember(shardOf(uid, SHARDS), ["r-a", "r-b", "r-c"])]);
+      expect(owners(rs, uid)).toEqual([assignedMember(shardOf(uid, SHARDS), ["r-a", "r-b", "r-c"], SHARDS)]);
     }
     expect(rs.every((r) => r.held().length > 0)).toBe(true);
   });
@@ -146,6 +147,31 @@ describe("shard Leases", () => {
       await eventually(async () => (r.held().length === SHARDS ? true : undefined), 15_000);
     } finally {
       clearInterval(renew);
+    }
+  });
+
+  it("a reconciler on the single Lease (going back from shards) neither takes it nor acts while a shard Lease is held", async () => {
+    const sharded = replica("r-sharded", { shards: 2 });
+    await eventually(async () => (sharded.held().length === 2 ? true : undefined), 15_000);
+    const single = guardedSingleLease({ client: kube, namespace: ns, name: "bmw", identity: "r-single",
+      leaseDurationSeconds: LEASE_SECONDS, renewDeadlineMs: 1_400, retryPeriodMs: RETRY_MS });
+    single.start();
+    try {
+      const samples: string[] = [];
+      const sample = setInterval(() => {
+        if (single.acting() && sharded.held().length > 0) samples.push(`both act at ${Date.now()}`);
+      }, 20);
+      await new Promise((res) => setTimeout(res, 3 * LEASE_SECONDS * 1000));
+      expect(single.elector.isLeader()).toBe(false);
+      expect(single.acting()).toBe(false);
+      // The sharded replica stops (its shards drained, its Leases released): the single Lease is taken, then acted on.
+      await sharded.stop();
+      await eventually(async () => (single.acting() ? true : undefined), 15_000);
+      clearInterval(sample);
+      expect(samples).toEqual([]);
+      expect((await kube.getLease(ns, "bmw"))?.spec?.holderIdentity).toBe("r-single");
+    } finally {
+      await single.stop();
     }
   });
 });

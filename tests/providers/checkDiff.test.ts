@@ -84,7 +84,9 @@ describe("BareMetalInstance diff", () => {
     ["an adopt id", { adoptId: "id-1" }, noChange],
     ["a new label", { labels: { [ORDER_LABEL]: "uid-co1", extra: "1" } }, update],
     ["a new annotation", { annotations: { note: "n" } }, update],
-    ["another endpoint", { connection: { address: "elsewhere:443", tokenFile: "/run/token" } }, update],
+    // Paths and the endpoint are this machine's settings (another replica's or an admin's differ): never a change.
+    ["another endpoint and token path", { connection: { address: "elsewhere:443", tokenFile: "/elsewhere/token" } }, noChange],
+    ["the guard's kubeconfig at another path", { guard: { kubeconfigPath: "/elsewhere/kubeconfig", namespace: "tenant-a", orderName: "co1", orderUid: "uid-co1", slot: "s1" } }, noChange],
     ["another guard slot", { guard: { kubeconfigPath: "/run/kubeconfig", namespace: "tenant-a", orderName: "co1", orderUid: "uid-co1", slot: "s9" } }, update],
     ["unknown labels", { labels: unknown() }, update],
   ])("%s", async (_case, patch, expected) => {
@@ -132,7 +134,7 @@ describe("AgentBinding diff", () => {
     ["an Agent not known yet", { agentUid: UNKNOWN }, { changes: true, replaces: ["agentUid"] }],
     ["new labels", { labels: { "osac.openshift.io/worker-name": "s1", extra: "1" } }, { changes: true, replaces: [] }],
     ["another ClusterDeployment", { clusterDeploymentName: { name: "co2", namespace: "tenant-a" } }, { changes: true, replaces: [] }],
-    ["another kubeconfig path", { kubeconfigPath: "/run/other" }, { changes: true, replaces: [] }],
+    ["the kubeconfig at another path (this machine's setting)", { kubeconfigPath: "/run/other" }, { changes: false, replaces: [] }],
   ])("%s", async (_case, patch, expected) => {
     const d = await agentBindingProvider.diff!("tenant-a/agent-1", olds(), binding(patch));
     expect({ changes: d.changes, replaces: d.replaces }).toEqual(expected);

@@ -16,11 +16,27 @@ export interface ReconcilerProcess {
   exited(): boolean;
 }
 
-export function startReconciler(env: NodeJS.ProcessEnv, args: string[], logFile: string): ReconcilerProcess {
+/** Whether this process may give a child a host name of its own (a UTS namespace: root, or CAP_SYS_ADMIN). */
+export function canSetHostname(): boolean {
+  try {
+    execFileSync("unshare", ["--uts", "true"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `hostname`: the reconciler (and its pulumi) sees this host name, as a pod of its own would (needs
+ * canSetHostname()); the pid stays the child's (unshare and sh exec).
+ */
+export function startReconciler(env: NodeJS.ProcessEnv, args: string[], logFile: string, opts: { hostname?: string } = {}): ReconcilerProcess {
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const fd = fs.openSync(logFile, "a");
-  const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
-    "run", "--health-port", "0", ...args], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
+  const command = [process.execPath, "-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
+    "run", "--health-port", "0", ...args];
+  const argv = opts.hostname ? ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', opts.hostname, ...command] : command;
+  const child = spawn(argv[0], argv.slice(1), { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
   fs.closeSync(fd);
   const pid = child.pid!;
   let exited = false;
