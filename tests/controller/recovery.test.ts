@@ -127,7 +127,7 @@ describe("recovery after a runner is killed during an up", () => {
     await eventually(async () => (sb.ops("ns2/order3").length > 0 ? true : undefined), 60_000, 50);
     controller.abort();
     await running;
-    expect((await readLocks(new FileStateStore(sb.stateDir), sb.manager.projectName, "ns2--order3"))).toEqual([]);
+    expect(await readLocks(new FileStateStore(sb.stateDir), sb.manager.projectName, "ns2--order3")).toEqual([]);
     const state = await sb.manager.exportStack(other);
     expect(pendingOperationsOf(state.deployment)).toEqual([]);
     // whatever was created is in the state: the next up creates nothing twice

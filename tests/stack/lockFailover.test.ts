@@ -50,7 +50,7 @@ async function deadLeadersLock(holderIdentity: string | undefined, opts: { hostn
   const hostname = opts.hostname ?? "reconciler-old-7c9f";
   const pid = opts.pid ?? 4711;
   const startedAt = new Date(Date.now() - 5_000);
-  if (holderIdentity) (await recordLockHolder(new FileStateStore(stateDir), { identity: holderIdentity, hostname, pid, stack: STACK, startedAt }));
+  if (holderIdentity) await recordLockHolder(new FileStateStore(stateDir), { identity: holderIdentity, hostname, pid, stack: STACK, startedAt });
   const dir = stackLockDir(stateDir, PROJECT, STACK);
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, "3f2a.json"), JSON.stringify({ pid, username: "bmw", hostname, timestamp: new Date(startedAt.getTime() + 800).toISOString() }));
@@ -68,7 +68,7 @@ describe("stack lock failover through the Lease", () => {
     const s = await deadLeadersLock("reconciler-old");
     try {
       // the old leader is killed; while its Lease is live its lock is held
-      expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us)))).toMatchObject({ cleared: [], held: [{ stale: false }] });
+      expect(await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us))).toMatchObject({ cleared: [], held: [{ stale: false }] });
       clock.t += 10_000;
       expect(await us.tryAcquireOrRenew()).toBe(false);
       expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us))).held).toHaveLength(1);
@@ -131,7 +131,7 @@ describe("stack lock failover through the Lease", () => {
         expect(await old.tryAcquireOrRenew()).toBe(true); // it renews: it may still be running pulumi
         expect(await us.tryAcquireOrRenew()).toBe(false);
         expect(us.isHolderGone("reconciler-old")).toBe(false);
-        expect((await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us)))).toMatchObject({ cleared: [], held: [{ stale: false }] });
+        expect(await clearStaleLocks(new FileStateStore(s.stateDir), PROJECT, STACK, policyOf(us))).toMatchObject({ cleared: [], held: [{ stale: false }] });
       }
       // nor before anything was observed, nor for ourselves
       const fresh = electors(clock).us;
@@ -168,21 +168,21 @@ describe("stack lock failover through the Lease", () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-holder-"));
     try {
       const startedAt = new Date(T0);
-      (await recordLockHolder(new FileStateStore(stateDir), { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt }));
+      await recordLockHolder(new FileStateStore(stateDir), { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt });
       const at = (ms: number) => new Date(T0 + ms);
-      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(900) }))).toBe("pod-a");
-      expect((await lockHolderOf(new FileStateStore(stateDir), "ns--other", { hostname: "host-a", pid: 10, timestamp: at(900) }))).toBeUndefined();
-      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-b", pid: 10, timestamp: at(900) }))).toBeUndefined();
-      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 11, timestamp: at(900) }))).toBeUndefined();
+      expect(await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(900) })).toBe("pod-a");
+      expect(await lockHolderOf(new FileStateStore(stateDir), "ns--other", { hostname: "host-a", pid: 10, timestamp: at(900) })).toBeUndefined();
+      expect(await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-b", pid: 10, timestamp: at(900) })).toBeUndefined();
+      expect(await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 11, timestamp: at(900) })).toBeUndefined();
       // a lock older than the process (a reused pid's record), or taken long after it started (a later process
       // that reused the pid after a container restart), is not attributed
-      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(-60_000) }))).toBeUndefined();
-      expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(3_600_000) }))).toBeUndefined();
+      expect(await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(-60_000) })).toBeUndefined();
+      expect(await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: at(3_600_000) })).toBeUndefined();
       const lockDir = stackLockDir(stateDir, PROJECT, STACK);
       fs.mkdirSync(lockDir, { recursive: true });
       fs.writeFileSync(path.join(lockDir, "a.json"), JSON.stringify({ pid: 10, username: "u", hostname: "host-a", timestamp: at(500).toISOString() }));
       expect((await readLocks(new FileStateStore(stateDir), PROJECT, STACK)).map((l) => l.holder)).toEqual(["pod-a"]);
-      (await forgetLockHolder(new FileStateStore(stateDir), "host-a", 10));
+      await forgetLockHolder(new FileStateStore(stateDir), "host-a", 10);
       expect((await readLocks(new FileStateStore(stateDir), PROJECT, STACK)).map((l) => l.holder)).toEqual([undefined]);
       expect(assessLock({ key: "x", pid: 10, username: "u", hostname: "host-a", timestamp: at(0), holder: "pod-a" },
         { hostname: "host-z", now: () => T0, isHolderGone: (h) => h === "pod-a" })).toMatchObject({ stale: true });
@@ -194,11 +194,11 @@ describe("stack lock failover through the Lease", () => {
   it("a holder record that is not a JSON object names no holder (it does not fail the lock sweep)", async () => {
     const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-holder-"));
     try {
-      (await recordLockHolder(new FileStateStore(stateDir), { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt: new Date(T0) }));
+      await recordLockHolder(new FileStateStore(stateDir), { identity: "pod-a", hostname: "host-a", pid: 10, stack: STACK, startedAt: new Date(T0) });
       const [file] = fs.readdirSync(lockHolderDir(stateDir));
       for (const text of ["null", "[]", "\"pod-a\"", "{"]) {
         fs.writeFileSync(path.join(lockHolderDir(stateDir), file), text);
-        expect((await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: new Date(T0 + 900) }))).toBeUndefined();
+        expect(await lockHolderOf(new FileStateStore(stateDir), STACK, { hostname: "host-a", pid: 10, timestamp: new Date(T0 + 900) })).toBeUndefined();
       }
     } finally {
       fs.rmSync(stateDir, { recursive: true, force: true });
