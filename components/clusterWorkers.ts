@@ -18,12 +18,19 @@ export interface ClusterWorkersArgs {
   kubeconfigPath: string;
 }
 
+/** The hub's identity for the Kubernetes provider: a kubeconfig change alone never replaces what it manages. */
+export const HUB_CLUSTER_IDENTIFIER = "osac-hub";
+
 export class ClusterWorkers extends pulumi.ComponentResource {
   readonly workers: BareMetalWorker[] = [];
 
   constructor(name: string, args: ClusterWorkersArgs, opts?: pulumi.ComponentResourceOptions) {
     super("baremetal-workers:index:ClusterWorkers", name, {}, opts);
+    // The hub is one cluster whatever kubeconfig reaches it: without an identifier the provider plans to
+    // replace everything it manages (the InfraEnv, the NodePool patch) when the kubeconfig's server URL
+    // differs, e.g. an admin's machine through another endpoint, or another replica (decisions SO8).
     const provider = new k8s.Provider(`${name}-hub`, {
+      clusterIdentifier: HUB_CLUSTER_IDENTIFIER,
       kubeconfig: args.kubeconfigPath,
       namespace: args.namespace,
       enableServerSideApply: true,

@@ -58,6 +58,8 @@ describe("ClusterWorkers", () => {
   it("talks to the hub through the kubeconfig path, in the order's namespace, with server-side apply", async () => {
     await declare("co-b", twoPoolPlan());
     expect(created.get("co-b-hub")!.inputs).toMatchObject({ kubeconfig: KUBECONFIG, namespace: NS, enableServerSideApply: "true" });
+    // One cluster whatever kubeconfig reaches it: a kubeconfig change never replaces the InfraEnv or the NodePool patch.
+    expect(created.get("co-b-hub")!.inputs).toMatchObject({ clusterIdentifier: "osac-hub" });
   });
 
   it("owns the InfraEnv by the ClusterOrder (no blocking GC) and replaces it delete-first", async () => {

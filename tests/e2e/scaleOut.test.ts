@@ -226,19 +226,32 @@ describe("three reconcilers share the hub's orders through shard Leases and one 
 
   it("admin verbs read and preview the shared state from a separate process while the loop runs", async () => {
     const o = orders[0];
+    // The admin's machine reaches the hub at another address (its own relay) with its own kubeconfig file.
     const admin = { ...productEnv(t.lab, path.join(dir, "admin", "state")) };
+    const kubeconfig = fs.readFileSync(admin.BMW_KUBECONFIG!, "utf8");
+    const m = /https:\/\/(127\.0\.0\.1|localhost):(\d+)/.exec(kubeconfig)!;
+    const r = await relay({ host: m[1], port: Number(m[2]) });
+    relays.set("admin", r);
+    admin.BMW_KUBECONFIG = path.join(dir, "admin", "kubeconfig");
+    fs.writeFileSync(admin.BMW_KUBECONFIG, kubeconfig.split(m[0]).join(`https://${m[1]}:${r.port}`), { mode: 0o600 });
     const history = await cli(admin, ["history", `${ns}/${o.name}`, "--backend-url", pg.url]);
     expect(history.code).toBe(0);
     expect(history.stdout).toMatch(/desired compute=1/);
-    const preview = await cli(admin, ["preview", `${ns}/${o.name}`, "--backend-url", pg.url, "--output", "json"]);
-    expect(preview.code).toBe(0);
-    // The admin's machine keeps the hub kubeconfig at another path: the Kubernetes provider, which records
-    // its path, would be updated in place; nothing else changes (paths are never a change of a BMI or a binding).
-    const { changes, steps } = JSON.parse(preview.stdout) as { changes: Record<string, number>; steps: { op: string; urn: string }[] };
-    const changing = steps.filter((st) => !["same", "read", "refresh"].includes(st.op));
-    note(`admin preview of ${o.name}: ${JSON.stringify(changes)}; ${changing.map((st) => `${st.op} ${st.urn}`).join(" | ")}`);
-    expect((changes.create ?? 0) + (changes.delete ?? 0) + (changes.replace ?? 0)).toBe(0);
-    expect(changing.filter((st) => !(st.op === "update" && /[$:]pulumi:providers:kubernetes::[^:]+-hub$/.test(st.urn)))).toEqual([]);
+    // An order of the replica behind a relay and one of another replica (each reached the hub at its own
+    // address): the Kubernetes provider, which records its kubeconfig path, would be updated in place;
+    // nothing else changes, and nothing is replaced.
+    const holders = await Promise.all(orders.map((x) => holderOf(shardOfOrder(x))));
+    const picked = [orders.find((_, i) => holders[i] === "r0"), orders.find((_, i) => holders[i] !== "r0")].filter((x) => x !== undefined);
+    expect(picked).toHaveLength(2);
+    for (const each of picked) {
+      const preview = await cli(admin, ["preview", `${ns}/${each.name}`, "--backend-url", pg.url, "--output", "json"]);
+      expect(preview.code).toBe(0);
+      const { changes, steps } = JSON.parse(preview.stdout) as { changes: Record<string, number>; steps: { op: string; urn: string }[] };
+      const changing = steps.filter((st) => !["same", "read", "refresh"].includes(st.op));
+      note(`admin preview of ${each.name}: ${JSON.stringify(changes)}; ${changing.map((st) => `${st.op} ${st.urn.replace(/^.*::/, "")}`).join(" | ")}`);
+      expect((changes.create ?? 0) + (changes.delete ?? 0) + (changes.replace ?? 0)).toBe(0);
+      expect(changing.filter((st) => !(st.op === "update" && /[$:]pulumi:providers:kubernetes::[^:]+-hub$/.test(st.urn)))).toEqual([]);
+    }
     const status = await cli(admin, ["status", "--backend-url", pg.url, "--lease-namespace", ns]);
     expect(status.code).toBe(0);
     for (let i = 0; i < SHARDS; i++) expect(status.stdout).toContain(`shard ${i}/${SHARDS}: ${await holderOf(i)}`);

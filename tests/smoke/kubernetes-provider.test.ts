@@ -1,6 +1,7 @@
 // @pulumi/kubernetes, through the provider plugin built from the Go module proxy, creates, updates and
 // deletes an InfraEnv in the real test-plane apiserver.
 import * as fs from "node:fs";
+import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
@@ -50,6 +51,53 @@ describe("@pulumi/kubernetes against the test plane", () => {
     const token = kc.getCurrentUser()!.token!;
     for (const f of fs.readdirSync(path.join(tmp, "state"), { recursive: true, withFileTypes: true })) {
       if (f.isFile()) expect(fs.readFileSync(path.join(f.parentPath, f.name), "utf8")).not.toContain(token);
+    }
+  });
+
+  it("a kubeconfig that reaches the same cluster at another address replaces everything, unless the provider has a cluster identifier (added in place)", async () => {
+    // Another address of the same apiserver: a TCP relay (an admin's endpoint, a load balancer).
+    const target = /https:\/\/(127\.0\.0\.1|localhost):(\d+)/.exec(fs.readFileSync(process.env.KUBECONFIG!, "utf8"))!;
+    const relay = net.createServer((c) => {
+      const up = net.connect(Number(target[2]), target[1]);
+      for (const sock of [c, up]) sock.on("error", () => sock.destroy());
+      c.pipe(up).pipe(c);
+    });
+    await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
+    const other = path.join(tmp, "other-address.kubeconfig");
+    fs.writeFileSync(other, fs.readFileSync(process.env.KUBECONFIG!, "utf8").split(target[0]).join(`https://${target[1]}:${(relay.address() as net.AddressInfo).port}`));
+    type Up = { summary: string; changes: Record<string, number>; uid: string };
+    try {
+      for (const [mode, expected] of [["path", { replace: 1 }], ["identified", {}]] as const) {
+        const ns = await createTestNamespace(kc, `k8s-${mode}`);
+        const dir = path.join(tmp, mode);
+        for (const d of ["work", "state"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
+        const run = (kubeconfig: string) => runTsJson<Up>(DRIVER,
+          ["up", path.join(dir, "work"), path.join(dir, "state"), ns, "ssh-ed25519 AAAA-same", mode], { ...process.env, KUBECONFIG: kubeconfig });
+        const created = await run(process.env.KUBECONFIG!);
+        expect(created.changes.create).toBe(3);
+        const moved = await run(other);
+        process.stdout.write(`[k8s provider] ${mode}: kubeconfig at another address: ${JSON.stringify(moved.changes)}\n`);
+        if ("replace" in expected) {
+          // Without an identifier the provider and the InfraEnv it manages are replaced.
+          expect(moved.changes.replace).toBe(2);
+        } else {
+          // With one, the provider's new kubeconfig path is an update in place; the InfraEnv is the same object.
+          expect(moved.changes).toEqual({ update: 1, same: 2 });
+          expect(moved.uid).toBe(created.uid);
+          await expect(api.getNamespacedCustomObject({ ...ref, namespace: ns, name: "smoke" })).resolves.toMatchObject({ metadata: { uid: created.uid } });
+        }
+      }
+      // A stack of the release before the identifier: adding it is an update in place.
+      const ns = await createTestNamespace(kc, "k8s-upgrade");
+      const dir = path.join(tmp, "upgrade");
+      for (const d of ["work", "state"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
+      const run = (mode: string) => runTsJson<Up>(DRIVER, ["up", path.join(dir, "work"), path.join(dir, "state"), ns, "ssh-ed25519 AAAA-same", mode]);
+      const before = await run("path");
+      const after = await run("identified");
+      expect(after.changes).toEqual({ update: 1, same: 2 });
+      expect(after.uid).toBe(before.uid);
+    } finally {
+      relay.close();
     }
   });
 });
