@@ -93,19 +93,21 @@ describe("check", () => {
 describe("diff", () => {
   const olds = (): BareMetalInstanceOutputs => ({ ...inputs("w-diff"), bmiId: "id", state: "Running", deleting: false, macs: [] });
   const changed = (patch: Partial<BareMetalInstanceInputs>) => inputs("w-diff", patch);
-  it("never replaces: create-only inputs are no change, labels, annotations, connection and guard update in place", async () => {
+  it("never replaces: create-only inputs and this machine's connection are no change, labels, annotations and guard update in place", async () => {
     const createOnly: Partial<BareMetalInstanceInputs>[] = [
       { userData: "{}" }, { diskImage: "di-other" }, { instanceType: "gpu" }, { catalogItem: "other-item" }, { tenant: "other" } as unknown as Partial<BareMetalInstanceInputs>,
       { networkAttachment: { subnet: "tenant-subnet", securityGroups: ["sg-1", "sg-2"], interface: "ens1f0", primary: true } },
       { networkAttachment: { subnet: "tenant-subnet", securityGroups: ["sg-1"], interface: "ens1f1", primary: true } },
       { networkAttachment: UNKNOWN } as unknown as Partial<BareMetalInstanceInputs>, { adoptId: "some-id" },
+      // The endpoint and the token's path are the settings of the machine that runs pulumi (providerHost.ts).
+      { connection: { address: "elsewhere:443", tokenFile: "/t" } },
     ];
     for (const patch of createOnly) {
       expect(await provider.diff!("id", olds(), changed(patch))).toEqual({ changes: false, replaces: [], deleteBeforeReplace: false });
     }
     const mutable: Partial<BareMetalInstanceInputs>[] = [
       { labels: { [ORDER_LABEL]: ORDER, extra: "1" } }, { annotations: { note: "n" } },
-      { connection: { address: "elsewhere:443", tokenFile: "/t" } }, { guard: { ...order.guard("slot-w-diff"), slot: "other" } },
+      { guard: { ...order.guard("slot-w-diff"), slot: "other" } },
     ];
     for (const patch of mutable) {
       expect(await provider.diff!("id", olds(), { ...changed(patch), instanceType: "gpu" })).toEqual({ changes: true, replaces: [], deleteBeforeReplace: false });
