@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { assessLock, clearStaleLocks, pendingOperationsOf, readLocks } from "../../stack/locks";
 import { FileStateStore } from "../../stack/stateStore";
 import { eventually } from "../support/eventually";
+import { alive } from "../../lab/processes";
 import { RECORD_TYPE, resourcesOfType, stackSandbox } from "./support";
 
 const ORDER = { namespace: "ns2", name: "order2" };
@@ -30,15 +31,6 @@ function descendants(pid: number): number[] {
   });
   walk(pid);
   return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("recovery after a runner is killed during an up", () => {

@@ -13,18 +13,10 @@ import { historyKeys } from "../../stack/stateRetention";
 import { FileStateStore, PostgresStateStore, type StateStore } from "../../stack/stateStore";
 import { runDir } from "../support/env";
 import { eventually } from "../support/eventually";
+import { alive } from "../../lab/processes";
 import { RECORD_TYPE, resourcesOfType, stackSandbox, type StackSandbox } from "../controller/support";
 
 jest.setTimeout(300_000);
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The same operations on a store, and what it shows after each (sizes differ by encoding, not by presence). */
 async function exercise(store: StateStore): Promise<unknown[]> {
