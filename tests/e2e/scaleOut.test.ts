@@ -6,7 +6,6 @@
 // from a separate process against the shared state while the loop runs; a replica cut off from the API
 // server (its Lease renewals fail) stops acting before another takes its shards.
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as path from "node:path";
 import { Kube } from "../../clients/kube";
 import { assignedMember, shardLeaseName, shardOf } from "../../controller/shards";
@@ -16,6 +15,7 @@ import { PostgresStateStore } from "../../stack/stateStore";
 import { eventually } from "../support/eventually";
 import { productEnv, startTestLab, type TestLab } from "../support/labEnv";
 import { OrderProbe } from "../support/orderWatch";
+import { type Relay, relayedKubeconfig } from "../support/relay";
 import { canSetHostname, cli, pulumiPids, startReconciler, type ReconcilerProcess } from "../support/reconciler";
 import { isReady } from "../faults/support";
 import { reconcilerServiceAccount, type ReconcilerIdentity } from "../support/rbac";
@@ -28,37 +28,6 @@ const ORDERS = 6;
 const REPLICAS = ["r0", "r1", "r2"];
 const PROJECT = "baremetal-workers";
 const note = (s: string) => process.stdout.write(`[scale-out] ${s}\n`);
-
-/** A TCP relay to the API server that can be cut (a network partition of one replica). */
-async function relay(target: { host: string; port: number }) {
-  const sockets = new Set<net.Socket>();
-  let cut = false;
-  const server = net.createServer((c) => {
-    if (cut) {
-      c.destroy();
-      return;
-    }
-    const up = net.connect(target.port, target.host);
-    for (const s of [c, up]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => s.destroy());
-    }
-    c.pipe(up).pipe(c);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    cut: () => {
-      cut = true;
-      for (const s of sockets) s.destroy();
-    },
-    close: () => new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    }),
-  };
-}
 
 interface LogLine {
   /** Epoch ms (the log writes ISO times). */
@@ -88,7 +57,7 @@ describe("three reconcilers share the hub's orders through shard Leases and one 
   let kube: Kube;
   let ns = "";
   const replicas = new Map<string, ReconcilerProcess>();
-  const relays = new Map<string, Awaited<ReturnType<typeof relay>>>();
+  const relays = new Map<string, Relay>();
   const orders: { name: string; uid: string; probe: OrderProbe }[] = [];
   const hostnames = canSetHostname();
   let dir = "";
@@ -106,13 +75,9 @@ describe("three reconcilers share the hub's orders through shard Leases and one 
     const env = envOf(id);
     if (opts.relayed) {
       // This replica reaches the API server through a relay the test can cut.
-      const kubeconfig = fs.readFileSync(env.BMW_KUBECONFIG!, "utf8");
-      const m = /https:\/\/(127\.0\.0\.1|localhost):(\d+)/.exec(kubeconfig)!;
-      const r = await relay({ host: m[1], port: Number(m[2]) });
-      relays.set(id, r);
       const file = path.join(dir, id, "kubeconfig");
       fs.mkdirSync(path.dirname(file), { recursive: true });
-      fs.writeFileSync(file, kubeconfig.split(m[0]).join(`https://${m[1]}:${r.port}`), { mode: 0o600 });
+      relays.set(id, await relayedKubeconfig(env.BMW_KUBECONFIG!, file));
       env.BMW_KUBECONFIG = file;
     }
     const r = startReconciler(env, ["--interval", "5", "--namespace", ns, "--lease-namespace", ns, "--identity", id,
@@ -228,12 +193,9 @@ describe("three reconcilers share the hub's orders through shard Leases and one 
     const o = orders[0];
     // The admin's machine reaches the hub at another address (its own relay) with its own kubeconfig file.
     const admin = { ...productEnv(t.lab, path.join(dir, "admin", "state")) };
-    const kubeconfig = fs.readFileSync(admin.BMW_KUBECONFIG!, "utf8");
-    const m = /https:\/\/(127\.0\.0\.1|localhost):(\d+)/.exec(kubeconfig)!;
-    const r = await relay({ host: m[1], port: Number(m[2]) });
-    relays.set("admin", r);
-    admin.BMW_KUBECONFIG = path.join(dir, "admin", "kubeconfig");
-    fs.writeFileSync(admin.BMW_KUBECONFIG, kubeconfig.split(m[0]).join(`https://${m[1]}:${r.port}`), { mode: 0o600 });
+    const file = path.join(dir, "admin", "kubeconfig");
+    relays.set("admin", await relayedKubeconfig(admin.BMW_KUBECONFIG!, file));
+    admin.BMW_KUBECONFIG = file;
     const history = await cli(admin, ["history", `${ns}/${o.name}`, "--backend-url", pg.url]);
     expect(history.code).toBe(0);
     expect(history.stdout).toMatch(/desired compute=1/);

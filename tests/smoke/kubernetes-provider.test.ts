@@ -1,12 +1,12 @@
 // @pulumi/kubernetes, through the provider plugin built from the Go module proxy, creates, updates and
 // deletes an InfraEnv in the real test-plane apiserver.
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { createTestNamespace, kubeConfig } from "../support/kube";
 import { runTsJson } from "../support/run";
+import { relayedKubeconfig } from "../support/relay";
 
 const DRIVER = "tests/fixtures/k8s-stack.ts";
 const ref = { group: "agent-install.openshift.io", version: "v1beta1", plural: "infraenvs" };
@@ -56,15 +56,8 @@ describe("@pulumi/kubernetes against the test plane", () => {
 
   it("a kubeconfig that reaches the same cluster at another address replaces everything, unless the provider has a cluster identifier (added in place)", async () => {
     // Another address of the same apiserver: a TCP relay (an admin's endpoint, a load balancer).
-    const target = /https:\/\/(127\.0\.0\.1|localhost):(\d+)/.exec(fs.readFileSync(process.env.KUBECONFIG!, "utf8"))!;
-    const relay = net.createServer((c) => {
-      const up = net.connect(Number(target[2]), target[1]);
-      for (const sock of [c, up]) sock.on("error", () => sock.destroy());
-      c.pipe(up).pipe(c);
-    });
-    await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
     const other = path.join(tmp, "other-address.kubeconfig");
-    fs.writeFileSync(other, fs.readFileSync(process.env.KUBECONFIG!, "utf8").split(target[0]).join(`https://${target[1]}:${(relay.address() as net.AddressInfo).port}`));
+    const relay = await relayedKubeconfig(process.env.KUBECONFIG!, other);
     type Up = { summary: string; changes: Record<string, number>; uid: string };
     try {
       for (const [mode, expected] of [["path", { replace: 1 }], ["identified", {}]] as const) {
@@ -97,7 +90,7 @@ describe("@pulumi/kubernetes against the test plane", () => {
       expect(after.changes).toEqual({ update: 1, same: 2 });
       expect(after.uid).toBe(before.uid);
     } finally {
-      relay.close();
+      await relay.close();
     }
   });
 });
