@@ -46,7 +46,33 @@ interface RunFigures {
   stateRows: number;
   stateBytes: number;
   bytesPerStack: number;
-  recovery?: { leaseMoveMs: number; scaleUpMs: number; leaseSeconds: number };
+  recovery?: { leaseMoveMs: number; scaleUpMs: number; leaseSeconds: number; timeline: TimelineEntry[] };
+}
+
+/** A line of the surviving replica's log after the kill, at ms since the kill. */
+interface TimelineEntry {
+  atMs: number;
+  msg: string;
+  order?: string;
+  action?: string;
+  upMs?: number;
+}
+
+/** Where the recovery's time went: the survivor's shard, lock and pass lines, and its reconciles of the scaled order. */
+function recoveryTimeline(logFile: string, killedAt: number, order: string, untilMs: number): TimelineEntry[] {
+  const out: TimelineEntry[] = [];
+  for (const text of fs.readFileSync(logFile, "utf8").split("\n")) {
+    let l: { time?: string; msg?: string; order?: string; action?: string; upMs?: number };
+    try {
+      l = JSON.parse(text) as typeof l;
+    } catch {
+      continue;
+    }
+    const at = Date.parse(l.time ?? "") - killedAt;
+    if (!(at >= 0 && at <= untilMs) || !l.msg) continue;
+    if (l.order === order || /shard|lock|pass complete/.test(l.msg)) out.push({ atMs: at, msg: l.msg, order: l.order, action: l.action, upMs: l.upMs });
+  }
+  return out;
 }
 
 function startReplica(env: NodeJS.ProcessEnv, id: string, replicas: number, lease: number, url: string, logFile: string): ChildProcess {
@@ -132,8 +158,10 @@ async function runWith(replicas: number, o: { burst: number; workers: number; le
         namespace: NS, name, body: [{ op: "replace", path: "/spec/nodeRequests/0/numberOfNodes", value: o.workers + 1 }] },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch));
       await until("the scaled order's new BMI", 600, async () => (((await live()).get(uid) ?? 0) > before ? true : undefined), 500);
-      recovery = { leaseMoveMs, scaleUpMs: Date.now() - killed, leaseSeconds: o.lease };
-      log(`recovery: shard ${shard} taken ${leaseMoveMs} ms after the kill; the scaled order's BMI ${recovery.scaleUpMs} ms after it`);
+      const scaleUpMs = Date.now() - killed;
+      recovery = { leaseMoveMs, scaleUpMs, leaseSeconds: o.lease, timeline: recoveryTimeline(logs[1], killed, `${NS}/${name}`, scaleUpMs) };
+      log(`recovery: shard ${shard} taken ${leaseMoveMs} ms after the kill; the scaled order's BMI ${scaleUpMs} ms after it`);
+      for (const e of recovery.timeline) log(`  +${(e.atMs / 1000).toFixed(1)} s ${e.msg}${e.order ? ` ${e.order}` : ""}${e.action ? ` ${e.action}` : ""}${e.upMs ? ` (up ${e.upMs} ms)` : ""}`);
     }
 
     const lockContention = logs.map((l) => fs.readFileSync(l, "utf8").split("\n").filter((x) => /currently locked/.test(x)).length).reduce((a, b) => a + b, 0);
@@ -179,6 +207,7 @@ async function main(): Promise<void> {
     .option("lease", { type: "number", default: 9, describe: "--lease-duration of the replicas (seconds)" })
     .option("replicas", { type: "string", default: "1,2", describe: "replica counts to run, each on a fresh lab" })
     .option("dir", { type: "string", default: path.join(os.tmpdir(), `bmw-bench-scaleout-${process.pid}`) })
+    .option("keep", { type: "boolean", default: false, describe: "keep --dir (the labs, the replicas' logs) afterwards" })
     .option("out", { type: "string", default: path.join(PROJECT_ROOT, "bench", "results") })
     .strict().parseAsync();
   const startedAt = new Date().toISOString();
@@ -191,7 +220,8 @@ async function main(): Promise<void> {
   fs.writeFileSync(`${file}.json`, `${JSON.stringify(result, null, 2)}\n`);
   fs.writeFileSync(`${file}.md`, markdown(result));
   process.stdout.write(markdown(result));
-  fs.rmSync(a.dir, { recursive: true, force: true });
+  if (a.keep) log(`kept ${a.dir}`);
+  else fs.rmSync(a.dir, { recursive: true, force: true });
 }
 
 main().catch((e) => {

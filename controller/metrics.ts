@@ -92,6 +92,14 @@ function loopMetrics(registers: Registry[]) {
       name: "bmw_shard_held", help: "With --shards: 1 for each shard whose Lease this replica holds, 0 for the others.",
       labelNames: ["shard"], registers,
     }),
+    shardReconciles: new Counter({
+      name: "bmw_shard_reconciles_total", help: "With --shards: this replica's reconciles, by the order's shard and result.",
+      labelNames: ["shard", "result"], registers,
+    }),
+    shardUps: new Counter({
+      name: "bmw_shard_pulumi_ups_total", help: "With --shards: this replica's pulumi ups that succeeded, by the order's shard.",
+      labelNames: ["shard"], registers,
+    }),
   };
 }
 
@@ -144,6 +152,8 @@ export class ReconcilerMetrics {
   readonly settledChecks: Counter<"outcome">;
   readonly passDuration: Gauge;
   readonly shardHeld: Gauge<"shard">;
+  readonly shardReconciles: Counter<"shard" | "result">;
+  readonly shardUps: Counter<"shard">;
   readonly updateSlots: Gauge<"state">;
   readonly stateBytes: Gauge;
 
@@ -164,6 +174,8 @@ export class ReconcilerMetrics {
     this.settledChecks = loop.settledChecks;
     this.passDuration = loop.passDuration;
     this.shardHeld = loop.shardHeld;
+    this.shardReconciles = loop.shardReconciles;
+    this.shardUps = loop.shardUps;
     const scraped = scrapedGauges(registers, opts);
     this.updateSlots = scraped.updateSlots;
     this.stateBytes = scraped.stateBytes;
@@ -188,6 +200,12 @@ export class ReconcilerMetrics {
   /** A sharded replica's shard Leases: every shard of the count, 1 where held. */
   setShardsHeld(shards: number, held: readonly number[]): void {
     for (let i = 0; i < shards; i++) this.shardHeld.set({ shard: String(i) }, held.includes(i) ? 1 : 0);
+  }
+
+  /** A sharded replica's reconcile of an order of `shard` (its result, and whether it ran a pulumi up). */
+  countShardReconcile(shard: number, result: ReconcileResult, up: boolean): void {
+    this.shardReconciles.inc({ shard: String(shard), result });
+    if (up) this.shardUps.inc({ shard: String(shard) });
   }
 
   observeProvisioning(tenant: string, seconds: number): void {

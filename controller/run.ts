@@ -11,6 +11,7 @@ import { defaultIdentity } from "./leader";
 import { type Election, shardedLeaders, singleLeader } from "./election";
 import { LEASE_BASE } from "./shards";
 import { createLogger } from "../lib/logger";
+import { NotLeaderError } from "../lib/notLeader";
 
 type Logger = ReturnType<typeof createLogger>;
 import { ReconcileLoop } from "./loop";
@@ -59,7 +60,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
       log.info({ orders, durationMs, ups: b.ups - a.ups, skipped: b.skipped - a.skipped, settled: b.settled - a.settled,
         fulfillmentCalls: b.fulfillmentCalls - a.fulfillmentCalls }, "pass complete");
     },
-    reconcile: countedReconcile(app, metrics, counts, log, opts.mode === "observe"),
+    reconcile: countedReconcile(app, metrics, counts, log, opts.mode === "observe", (ref) => elector.ownership?.shardOfRef(ref)),
     ...(app.settled.enabled && opts.mode !== "observe" ? { settled: app.settled } : {}),
     onSettledCheck: (ref, outcome) => {
       metrics.countSettledCheck(outcome);
@@ -108,7 +109,8 @@ function electionOf(opts: RunOptions, app: App, identity: string, log: Logger, m
 }
 
 /** One reconcile of the loop, counted in the metrics and logged; keeps each order's worker gauges. */
-function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger, observe: boolean) {
+function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger, observe: boolean,
+  shardOf: (ref: OrderRef) => number | undefined) {
   const observer: ObserveOnlyDeps = { kube: app.kube, observeAndPlan: (r) => app.observeAndPlan(r),
     preview: (r, o) => app.observePreview(r, o), previewed: new Map() };
   return async (ref: OrderRef): Promise<ReconcileResult> => {
@@ -116,7 +118,10 @@ function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<stri
     const started = Date.now();
     try {
       const r = observe ? await observeOnly(observer, ref) : await app.reconcile(ref);
-      done(r.action === "skipped" ? "skipped" : "success");
+      const result = r.action === "skipped" ? "skipped" : "success";
+      done(result);
+      const shard = shardOf(ref);
+      if (shard !== undefined) metrics.countShardReconcile(shard, result, r.up !== undefined);
       if (r.action === "skipped") metrics.countSkipped();
       if (r.up) metrics.countUp("succeeded");
       const k = `${ref.namespace}/${ref.name}`;
@@ -141,6 +146,8 @@ function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<stri
       return r;
     } catch (err) {
       done("error");
+      const shard = shardOf(ref);
+      if (shard !== undefined && !(err instanceof NotLeaderError)) metrics.countShardReconcile(shard, "error", false);
       throw err;
     }
   };

@@ -99,6 +99,24 @@ describe("ReconcilerMetrics", () => {
     expect(lines).toContain('bmw_settled_checks_total{outcome="bmis-changed"} 1');
   });
 
+  it("per shard: which shard Leases are held, and the reconciles and ups of each shard's orders, with only a shard label beside the result", async () => {
+    const m = new ReconcilerMetrics({ defaultMetrics: false });
+    m.setShardsHeld(4, [1, 3]);
+    m.countShardReconcile(1, "success", true);
+    m.countShardReconcile(1, "skipped", false);
+    m.countShardReconcile(3, "error", false);
+    m.setShardsHeld(4, [3]);
+    const s = samples(await m.render()).filter((x) => x.name.startsWith("bmw_shard_"));
+    const value = (name: string, labels: Record<string, string>) => s.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
+    expect([0, 1, 2, 3].map((i) => value("bmw_shard_held", { shard: String(i) }))).toEqual([0, 0, 0, 1]);
+    expect(value("bmw_shard_reconciles_total", { shard: "1", result: "success" })).toBe(1);
+    expect(value("bmw_shard_reconciles_total", { shard: "1", result: "skipped" })).toBe(1);
+    expect(value("bmw_shard_reconciles_total", { shard: "3", result: "error" })).toBe(1);
+    expect(value("bmw_shard_pulumi_ups_total", { shard: "1" })).toBe(1);
+    expect(value("bmw_shard_pulumi_ups_total", { shard: "3" })).toBeUndefined();
+    expect(new Set(s.flatMap((x) => Object.keys(x.labels)))).toEqual(new Set(["shard", "result"]));
+  });
+
   it("reports the pulumi slots as they are when scraped", async () => {
     const slots = { inUse: 2, waiting: 5 };
     const m = new ReconcilerMetrics({ defaultMetrics: false, updateSlots: slots });

@@ -71,11 +71,16 @@ describe("shard Leases", () => {
 
   it("three replicas split the shards as assigned: every order has exactly one owner", async () => {
     const rs = ["r-a", "r-b", "r-c"].map((id) => replica(id));
-    await eventually(async () => allHeld(rs), 15_000);
-    await neverTwoOwners(rs, 3_000);
-    for (const uid of ORDERS) {
-      expect(owners(rs, uid)).toEqual([assignedMember(shardOf(uid, SHARDS), ["r-a", "r-b", "r-c"], SHARDS)]);
-    }
+    // The first replicas may take every shard before they see the last one live; the hand-over that follows
+    // has no fixed duration on a loaded machine, so the split is awaited and only safety is sampled.
+    const sampling = neverTwoOwners(rs, 3_000);
+    const asAssigned = () => ORDERS.every((uid) => {
+      const own = owners(rs, uid);
+      return own.length === 1 && own[0] === assignedMember(shardOf(uid, SHARDS), ["r-a", "r-b", "r-c"], SHARDS);
+    });
+    await eventually(async () => (asAssigned() ? true : undefined), 20_000, 20);
+    await sampling;
+    await neverTwoOwners(rs, 1_000);
     expect(rs.every((r) => r.held().length > 0)).toBe(true);
   });
 

@@ -37,6 +37,7 @@ interface LogLine {
   action?: string;
   shards?: number[];
   reason?: string;
+  health?: string;
 }
 
 function logLines(r: ReconcilerProcess): LogLine[] {
@@ -48,6 +49,21 @@ function logLines(r: ReconcilerProcess): LogLine[] {
       return [];
     }
   });
+}
+
+/** A replica's sample values of `name` by shard label, read from its /metrics (the health URL it logged at start). */
+async function byShard(r: ReconcilerProcess, name: string, extra: Record<string, string> = {}): Promise<Map<number, number>> {
+  const health = logLines(r).find((l) => l.msg === "reconciler started")?.health;
+  if (!health) throw new Error(`no health URL in ${r.logFile}`);
+  const text = await (await fetch(`${health}/metrics`)).text();
+  const out = new Map<number, number>();
+  for (const line of text.split("\n")) {
+    const m = new RegExp(`^${name}\\{(.*)\\} (\\S+)$`).exec(line);
+    if (!m) continue;
+    const labels = Object.fromEntries([...m[1].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(extra).every(([k, v]) => labels[k] === v)) out.set(Number(labels.shard), (out.get(Number(labels.shard)) ?? 0) + Number(m[2]));
+  }
+  return out;
 }
 
 describe("three reconcilers share the hub's orders through shard Leases and one PostgreSQL state", () => {
@@ -140,6 +156,18 @@ describe("three reconcilers share the hub's orders through shard Leases and one 
       note(`${o.name}: shard ${shardOfOrder(o)} held by ${owner}, reconciled by ${[...(reconciledBy.get(`${ns}/${o.name}`) ?? [])].join(",")}`);
       expect([...(reconciledBy.get(`${ns}/${o.name}`) ?? [])]).toEqual([owner]);
       expect((await o.probe.bmis(o.uid)).length).toBe(1);
+    }
+    // Per-shard metrics: each shard is held by the one replica its Lease names, and only that replica
+    // counts reconciles and ups of the shard's orders.
+    for (let i = 0; i < SHARDS; i++) {
+      const holder = await holderOf(i);
+      for (const [id, r] of replicas) {
+        expect([id, i, (await byShard(r, "bmw_shard_held")).get(i)]).toEqual([id, i, id === holder ? 1 : 0]);
+        const reconciles = (await byShard(r, "bmw_shard_reconciles_total")).get(i) ?? 0;
+        const ups = (await byShard(r, "bmw_shard_pulumi_ups_total")).get(i) ?? 0;
+        const hasOrders = orders.some((o) => shardOfOrder(o) === i);
+        expect([id, i, reconciles > 0, ups > 0]).toEqual([id, i, id === holder && hasOrders, id === holder && hasOrders]);
+      }
     }
   });
 
