@@ -8,6 +8,7 @@
 import type { LeaseObject } from "../clients/kube/types";
 import { isConflict } from "../clients/kube/errors";
 import { microTime } from "../clients/kube/kube";
+import { createdLease, heldLease, releasedLease, renewedLease } from "./leaseRecords";
 import type { Logger } from "../lib/logger";
 
 /** What the elector needs from a Kubernetes client; clients/kube's Kube implements it. */
@@ -64,6 +65,8 @@ export class LeaderElector {
   private readonly retryMs: number;
   private readonly now: () => number;
   private observed: Observed | undefined;
+  /** The Lease as our last successful write left it: a holder renews it with one request. */
+  private written: LeaseObject | undefined;
   private leading = false;
   private lastRenewOk = 0;
   private reachable = false;
@@ -102,6 +105,14 @@ export class LeaderElector {
    */
   isLeading(): boolean {
     return this.leading && this.now() - this.lastRenewOk < this.renewDeadlineMs;
+  }
+
+  /**
+   * Whether a renew of ours succeeded within `ms` (sent then), whether or not we still count as leading:
+   * for a heartbeat, which others judge live for a whole Lease duration after its last renew.
+   */
+  renewedWithin(ms: number): boolean {
+    return this.lastRenewOk > 0 && this.now() - this.lastRenewOk < ms;
   }
 
   /** The last holder seen on the Lease ("" when released or never observed). */
@@ -204,10 +215,19 @@ export class LeaderElector {
       this.reachable = false;
       throw e;
     }
+    const tookMs = this.now() - sentAt;
+    if (tookMs > this.renewDeadlineMs / 2) {
+      // Renews this slow make a holder step down on a loaded machine: worth seeing before it flaps.
+      this.opts.logger?.warn({ lease: `${this.opts.namespace}/${this.opts.name}`, tookMs, renewDeadlineMs: this.renewDeadlineMs },
+        "a Lease renew took more than half the renew deadline");
+    }
     if (held) {
       this.lastRenewOk = sentAt;
-      this.setLeading(true);
-      this.armDeadline();
+      // An answer that came after the deadline (counted from the send) leads to nothing: not even a flap in the log.
+      if (this.now() - sentAt < this.renewDeadlineMs) {
+        this.setLeading(true);
+        this.armDeadline();
+      }
     }
     return held;
   }
@@ -230,41 +250,28 @@ export class LeaderElector {
     const leaseSeconds = this.leaseMs / 1000;
     const nowMs = this.now();
     const stamp = microTime(new Date(nowMs));
-    const current = await client.getLease(namespace, name);
-    if (!current) {
-      try {
-        const created = await client.createLease({
-          apiVersion: "coordination.k8s.io/v1", kind: "Lease",
-          metadata: { name, namespace, ...(this.opts.labels ? { labels: this.opts.labels } : {}) },
-          spec: { holderIdentity: identity, leaseDurationSeconds: leaseSeconds, acquireTime: stamp, renewTime: stamp, leaseTransitions: 0 },
-        });
-        this.observe(created, nowMs);
-        return true;
-      } catch (e) {
-        if (isConflict(e)) return false;
-        throw e;
-      }
+    // A holder renews what it last wrote in one request (half the round trips of read-then-write, which
+    // matters on a loaded API server); the resourceVersion makes it fail if anyone wrote since.
+    const last = this.written;
+    this.written = undefined;
+    if (last && this.leading && last.spec?.holderIdentity === identity) {
+      const renewed = await this.write(() => client.replaceLease(renewedLease(last, stamp)), nowMs);
+      if (renewed) return true;
     }
+    const current = await client.getLease(namespace, name);
+    if (!current) return this.write(() => client.createLease(createdLease(this.opts, identity, leaseSeconds, stamp)), nowMs);
     this.observe(current, nowMs);
-    const spec = current.spec ?? {};
-    const holder = spec.holderIdentity ?? "";
-    const ours = holder === identity;
-    if (holder !== "" && !ours && !this.expired(nowMs)) return false;
-    const next: LeaseObject = {
-      apiVersion: "coordination.k8s.io/v1", kind: "Lease",
-      metadata: { ...current.metadata },
-      spec: {
-        ...spec,
-        holderIdentity: identity,
-        leaseDurationSeconds: leaseSeconds,
-        renewTime: stamp,
-        acquireTime: ours ? (spec.acquireTime ?? stamp) : stamp,
-        leaseTransitions: ours ? (spec.leaseTransitions ?? 0) : (spec.leaseTransitions ?? 0) + 1,
-      },
-    };
+    const holder = current.spec?.holderIdentity ?? "";
+    if (holder !== "" && holder !== identity && !this.expired(nowMs)) return false;
+    return this.write(() => client.replaceLease(heldLease(current, identity, leaseSeconds, stamp)), nowMs);
+  }
+
+  /** One conditional write: true when it landed (and is remembered), false on a conflict. */
+  private async write(send: () => Promise<LeaseObject>, nowMs: number): Promise<boolean> {
     try {
-      const updated = await this.opts.client.replaceLease(next);
-      this.observe(updated, nowMs);
+      const lease = await send();
+      this.observe(lease, nowMs);
+      this.written = lease;
       return true;
     } catch (e) {
       if (isConflict(e)) return false;
@@ -292,14 +299,10 @@ export class LeaderElector {
 
   private async release(): Promise<void> {
     const { client, namespace, name, identity } = this.opts;
+    this.written = undefined;
     const current = await client.getLease(namespace, name);
     if (!current || current.spec?.holderIdentity !== identity) return;
-    const stamp = microTime(new Date(this.now()));
-    await client.replaceLease({
-      apiVersion: "coordination.k8s.io/v1", kind: "Lease",
-      metadata: { ...current.metadata },
-      spec: { ...current.spec, holderIdentity: "", leaseDurationSeconds: 1, renewTime: stamp },
-    });
+    await client.replaceLease(releasedLease(current, microTime(new Date(this.now()))));
     this.opts.logger?.info({ lease: `${namespace}/${name}`, identity }, "released leadership");
   }
 

@@ -151,8 +151,17 @@ export class ShardElector {
   }
 
   private wants(shard: number): boolean {
-    if (!this.running || !this.observedOnce || this.foreignHeld || !this.member.isLeading()) return false;
+    if (!this.running || !this.observedOnce || this.foreignHeld || !this.heartbeatLive()) return false;
     return assignedMember(shard, this.live, this.opts.shards) === this.opts.identity;
+  }
+
+  /**
+   * Our member Lease as the others judge it: live for a Lease duration after its last renew. A renew late
+   * by more than its renew deadline (a loaded machine) therefore hands no shard over; the shard Leases,
+   * each with its own deadline, remain what fences acting.
+   */
+  private heartbeatLive(): boolean {
+    return this.member.renewedWithin(this.leaseMs);
   }
 
   private changed(): void {
@@ -192,7 +201,7 @@ export class ShardElector {
     // Held means: a holder, and renewed within its duration on our clock (a killed replica's record goes stale).
     const fresh = (s: Seen) => s.holder !== "" && nowMs < s.seenAt + s.durationMs;
     const live = [...next.values()].filter((s) => s.shards === undefined && fresh(s)).map((s) => s.holder);
-    if (this.member.isLeading() && !live.includes(identity)) live.push(identity);
+    if (this.heartbeatLive() && !live.includes(identity)) live.push(identity);
     this.live = [...new Set(live)].sort();
     const foreign = [...next.values()].some((s) => s.shards !== undefined && s.shards !== String(shards) && fresh(s));
     if (foreign && !this.foreignHeld) {

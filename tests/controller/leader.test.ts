@@ -3,7 +3,7 @@
 // at once after a graceful release; errors other than conflicts surface, logged once.
 import { Writable } from "node:stream";
 import * as k8s from "@kubernetes/client-node";
-import { Kube } from "../../clients/kube";
+import { Kube, type LeaseObject } from "../../clients/kube";
 import { LeaderElector } from "../../controller/leader";
 import { createLogger } from "../../lib/logger";
 import { eventually } from "../support/eventually";
@@ -83,8 +83,9 @@ describe("Lease leader election", () => {
     const events: string[] = [];
     let cut = false;
     const partitioned: Kube = Object.assign(Object.create(kube) as Kube, {
-      // a request that never answers, as across a network partition
+      // requests that never answer, as across a network partition
       getLease: (n: string, name: string) => (cut ? new Promise<never>(() => undefined) : kube.getLease(n, name)),
+      replaceLease: (l: LeaseObject) => (cut ? new Promise<never>(() => undefined) : kube.replaceLease(l)),
     });
     const a = new LeaderElector({ client: partitioned, namespace: ns, name: "cut", identity: "replica-a", leaseDurationSeconds: LEASE_SECONDS,
       renewDeadlineMs: 1_400, retryPeriodMs: RETRY_MS, onStoppedLeading: () => events.push("replica-a stopped") });
@@ -113,6 +114,36 @@ describe("Lease leader election", () => {
     } finally {
       void a.abandon(); // its renew never answers: do not wait for it
     }
+  });
+
+  it("a holder renews with one write of what it last wrote; a write by anyone since makes it read again, and lose", async () => {
+    const calls: string[] = [];
+    const counted: Kube = Object.assign(Object.create(kube) as Kube, {
+      getLease: (n: string, name: string) => (calls.push("get"), kube.getLease(n, name)),
+      replaceLease: (l: LeaseObject) => (calls.push("replace"), kube.replaceLease(l)),
+      createLease: (l: LeaseObject) => (calls.push("create"), kube.createLease(l)),
+    });
+    const events: string[] = [];
+    const a = new LeaderElector({ client: counted, namespace: ns, name: "one-write", identity: "solo", leaseDurationSeconds: LEASE_SECONDS,
+      renewDeadlineMs: 1_400, retryPeriodMs: RETRY_MS, onStoppedLeading: () => events.push("solo stopped") });
+    running.push(a);
+    a.start();
+    await eventually(async () => (a.isLeading() ? true : undefined), 10_000, 20);
+    calls.length = 0;
+    await new Promise((r) => setTimeout(r, 6 * RETRY_MS));
+    expect(calls.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(calls)).toEqual(new Set(["replace"]));
+    expect((await kube.getLease(ns, "one-write"))?.spec).toMatchObject({ holderIdentity: "solo", leaseTransitions: 0 });
+    // another writer takes the Lease (read-modify-write, again while our renews win): the next renew
+    // conflicts, reads it, and steps down at once
+    await eventually(async () => {
+      const seen = await kube.getLease(ns, "one-write");
+      calls.length = 0;
+      return kube.replaceLease({ ...seen!, spec: { ...seen!.spec, holderIdentity: "intruder" } }).then(() => true, () => undefined);
+    }, 5_000, 0);
+    await eventually(async () => (events.includes("solo stopped") ? true : undefined), 5_000, 20);
+    expect(calls.slice(0, 2)).toEqual(["replace", "get"]);
+    expect((await kube.getLease(ns, "one-write"))?.spec?.holderIdentity).toBe("intruder");
   });
 
   it("a conditional update on a stale resourceVersion loses instead of overwriting", async () => {

@@ -19,13 +19,18 @@ const ORDERS = Array.from({ length: 60 }, (_, i) => crypto.createHash("sha256").
 /** A client that can be cut off from the API server, as a partition would (calls fail). */
 class Partitionable {
   cut = false;
+  /** Extra latency of every write of a member Lease (the heartbeat), as on a loaded machine. */
+  memberWriteDelayMs = 0;
   constructor(private readonly kube: Kube) {}
   private gate<T>(f: () => Promise<T>): Promise<T> {
     return this.cut ? Promise.reject(new Error("connect ETIMEDOUT (partitioned)")) : f();
   }
   getLease(ns: string, name: string) { return this.gate(() => this.kube.getLease(ns, name)); }
   createLease(l: LeaseObject) { return this.gate(() => this.kube.createLease(l)); }
-  replaceLease(l: LeaseObject) { return this.gate(() => this.kube.replaceLease(l)); }
+  async replaceLease(l: LeaseObject) {
+    if (this.memberWriteDelayMs > 0 && l.metadata.name?.includes("-member-")) await new Promise((r) => setTimeout(r, this.memberWriteDelayMs));
+    return this.gate(() => this.kube.replaceLease(l));
+  }
   listLeases(ns: string, sel?: string) { return this.gate(() => this.kube.listLeases(ns, sel)); }
 }
 
@@ -42,10 +47,10 @@ describe("shard Leases", () => {
   });
 
   type Log = { at: number; what: string }[];
-  function replica(identity: string, opts: { client?: Partitionable; log?: Log; drainMs?: number; shards?: number } = {}): ShardElector {
+  function replica(identity: string, opts: { client?: Partitionable; log?: Log; drainMs?: number; shards?: number; leaseSeconds?: number; renewDeadlineMs?: number } = {}): ShardElector {
     const e = new ShardElector({
       client: opts.client ?? kube, namespace: ns, base: "bmw", identity, shards: opts.shards ?? SHARDS,
-      leaseDurationSeconds: LEASE_SECONDS, renewDeadlineMs: 1_400, retryPeriodMs: RETRY_MS,
+      leaseDurationSeconds: opts.leaseSeconds ?? LEASE_SECONDS, renewDeadlineMs: opts.renewDeadlineMs ?? 1_400, retryPeriodMs: RETRY_MS,
       drainShard: async (shard) => {
         opts.log?.push({ at: Date.now(), what: `${identity} drains ${shard}` });
         await new Promise((r) => setTimeout(r, opts.drainMs ?? 300)); // what ran for the shard takes a while to stop
@@ -114,6 +119,23 @@ describe("shard Leases", () => {
       const taken = log.find((l) => l.what.startsWith("r-c holds") && l.what.split(" ")[2].split(",").includes(String(s)));
       expect(taken!.at).toBeGreaterThanOrEqual(drained!.at);
     }
+  });
+
+  it("a heartbeat renewed later than its renew deadline but within its Lease hands no shard over (a loaded machine does not flap)", async () => {
+    const slow = new Partitionable(kube);
+    const log: Log = [];
+    const r = replica("r-a", { client: slow, log, leaseSeconds: 4, renewDeadlineMs: 2_000 });
+    await eventually(async () => allHeld([r]), 15_000);
+    // Each heartbeat write now takes 1.4 s: between a renew sent and the answer to the next, up to ~3 s
+    // pass (two writes and a retry period), past the 2 s renew deadline of its own elector, within the 4 s
+    // during which the others count it live.
+    slow.memberWriteDelayMs = 1_400;
+    const until = Date.now() + 8_000;
+    while (Date.now() < until) {
+      expect(r.held()).toHaveLength(SHARDS);
+      await new Promise((x) => setTimeout(x, 50));
+    }
+    expect(log.filter((l) => l.what.includes("drain"))).toEqual([]);
   });
 
   it("a partitioned replica stops acting by its renew deadline, before another holds its shards", async () => {
