@@ -75,11 +75,11 @@ function recoveryTimeline(logFile: string, killedAt: number, order: string, unti
   return out;
 }
 
-function startReplica(env: NodeJS.ProcessEnv, id: string, replicas: number, lease: number, url: string, logFile: string): ChildProcess {
+function startReplica(env: NodeJS.ProcessEnv, id: string, replicas: number, o: { lease: number; concurrency: number }, url: string, logFile: string): ChildProcess {
   const fd = fs.openSync(logFile, "a");
   const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"), "run",
-    "--interval", "30", "--concurrency", "4", "--namespace", NS, "--lease-namespace", NS, "--identity", id, "--health-port", "0",
-    "--shards", String(replicas), "--lease-duration", String(lease), "--backend-url", url], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
+    "--interval", "30", "--concurrency", String(o.concurrency), "--namespace", NS, "--lease-namespace", NS, "--identity", id, "--health-port", "0",
+    "--shards", String(replicas), "--lease-duration", String(o.lease), "--backend-url", url], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
   fs.closeSync(fd);
   return child;
 }
@@ -92,7 +92,7 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-async function runWith(replicas: number, o: { burst: number; workers: number; lease: number; dir: string }): Promise<RunFigures> {
+async function runWith(replicas: number, o: { burst: number; workers: number; lease: number; concurrency: number; dir: string }): Promise<RunFigures> {
   const dir = path.join(o.dir, `replicas-${replicas}`);
   fs.mkdirSync(dir, { recursive: true });
   const lab = await startLab({ dir: path.join(dir, "lab"), preset: "fast", hosts: o.burst * o.workers + 16 });
@@ -108,7 +108,7 @@ async function runWith(replicas: number, o: { burst: number; workers: number; le
       BMW_WORK_DIR: path.join(dir, id, "project"), PULUMI_CONFIG_PASSPHRASE_FILE: passphrase, BMW_LOG_LEVEL: "info" });
     const ids = Array.from({ length: replicas }, (_, i) => `replica-${i}`);
     const logs = ids.map((id) => path.join(dir, `${id}.log`));
-    ids.forEach((id, i) => children.push(startReplica(envOf(id), id, replicas, o.lease, pg.url, logs[i])));
+    ids.forEach((id, i) => children.push(startReplica(envOf(id), id, replicas, o, pg.url, logs[i])));
     const holder = async (s: number) => (await kube.getLease(NS, shardLeaseName("baremetal-workers", s, replicas)))?.spec?.holderIdentity ?? "";
     await until("every shard held", 120, async () => {
       const hs = await Promise.all(Array.from({ length: replicas }, (_, s) => holder(s)));
@@ -132,8 +132,11 @@ async function runWith(replicas: number, o: { burst: number; workers: number; le
       }
       return by;
     };
+    // A List whose total moves between pages (BMIs being created) is refused by the client: probe again.
+    const settledLive = () => live().catch(() => undefined);
     await until("every BMI of the burst", 3_600, async () => {
-      const by = await live();
+      const by = await settledLive();
+      if (!by) return undefined;
       return [...uids.values()].every((u) => (by.get(u) ?? 0) >= o.workers) ? true : undefined;
     }, 2_000);
     const allBmisMs = Date.now() - t0;
@@ -151,13 +154,13 @@ async function runWith(replicas: number, o: { burst: number; workers: number; le
       const killed = Date.now();
       await until("the killed replica's shard taken", 120, async () => ((await holder(shard)) !== "replica-0" && (await holder(shard)) !== "" ? true : undefined), 100);
       const leaseMoveMs = Date.now() - killed;
-      const before = (await live()).get(uid) ?? 0;
+      const before = (await until("a consistent List", 60, settledLive)).get(uid) ?? 0;
       const api = lab.kubeConfig();
       const k8s = await import("@kubernetes/client-node");
       await api.makeApiClient(k8s.CustomObjectsApi).patchNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders",
         namespace: NS, name, body: [{ op: "replace", path: "/spec/nodeRequests/0/numberOfNodes", value: o.workers + 1 }] },
       k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.JsonPatch));
-      await until("the scaled order's new BMI", 600, async () => (((await live()).get(uid) ?? 0) > before ? true : undefined), 500);
+      await until("the scaled order's new BMI", 600, async () => (((await settledLive())?.get(uid) ?? 0) > before ? true : undefined), 500);
       const scaleUpMs = Date.now() - killed;
       recovery = { leaseMoveMs, scaleUpMs, leaseSeconds: o.lease, timeline: recoveryTimeline(logs[1], killed, `${NS}/${name}`, scaleUpMs) };
       log(`recovery: shard ${shard} taken ${leaseMoveMs} ms after the kill; the scaled order's BMI ${scaleUpMs} ms after it`);
@@ -183,9 +186,9 @@ async function runWith(replicas: number, o: { burst: number; workers: number; le
   }
 }
 
-function markdown(r: { startedAt: string; machine: Record<string, unknown>; runs: RunFigures[] }): string {
+function markdown(r: { startedAt: string; options: Record<string, unknown>; machine: Record<string, unknown>; runs: RunFigures[] }): string {
   const [one, two] = r.runs;
-  const out = [`# Scale-out bench, ${r.startedAt}`, "", `Machine: ${JSON.stringify(r.machine)}`, "",
+  const out = [`# Scale-out bench, ${r.startedAt}`, "", `Machine: ${JSON.stringify(r.machine)}`, "", `Options: ${JSON.stringify(r.options)}`, "",
     "| measure | value | baseline in the same run | ratio |", "|---|---|---|---|"];
   for (const x of r.runs) {
     out.push(`| burst of ${x.orders} orders (${x.bmis} BMIs), ${x.replicas} replica(s) | ${x.stacksPerMinute.toFixed(1)} stacks/min (${(x.allBmisMs / 1000).toFixed(0)} s) | ` +
@@ -204,6 +207,7 @@ async function main(): Promise<void> {
   const a = await yargs(hideBin(process.argv))
     .option("burst", { type: "number", default: 20, describe: "ClusterOrders created at once" })
     .option("workers", { type: "number", default: 1, describe: "workers per order" })
+    .option("concurrency", { type: "number", default: 4, describe: "--concurrency (pulumi slots) of each replica" })
     .option("lease", { type: "number", default: 9, describe: "--lease-duration of the replicas (seconds)" })
     .option("replicas", { type: "string", default: "1,2", describe: "replica counts to run, each on a fresh lab" })
     .option("dir", { type: "string", default: path.join(os.tmpdir(), `bmw-bench-scaleout-${process.pid}`) })
@@ -212,8 +216,8 @@ async function main(): Promise<void> {
     .strict().parseAsync();
   const startedAt = new Date().toISOString();
   const runs: RunFigures[] = [];
-  for (const r of a.replicas.split(",").map(Number)) runs.push(await runWith(r, { burst: a.burst, workers: a.workers, lease: a.lease, dir: a.dir }));
-  const result = { startedAt, options: { burst: a.burst, workers: a.workers, lease: a.lease, replicas: a.replicas },
+  for (const r of a.replicas.split(",").map(Number)) runs.push(await runWith(r, { burst: a.burst, workers: a.workers, lease: a.lease, concurrency: a.concurrency, dir: a.dir }));
+  const result = { startedAt, options: { burst: a.burst, workers: a.workers, lease: a.lease, concurrency: a.concurrency, replicas: a.replicas },
     machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? "unknown", memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version }, runs };
   fs.mkdirSync(a.out, { recursive: true });
   const file = path.join(a.out, `scaleout-${startedAt.replace(/[:.]/g, "-")}`);
