@@ -107,14 +107,6 @@ export class LeaderElector {
     return this.leading && this.now() - this.lastRenewOk < this.renewDeadlineMs;
   }
 
-  /**
-   * Whether a renew of ours succeeded within `ms` (sent then), whether or not we still count as leading:
-   * for a heartbeat, which others judge live for a whole Lease duration after its last renew.
-   */
-  renewedWithin(ms: number): boolean {
-    return this.lastRenewOk > 0 && this.now() - this.lastRenewOk < ms;
-  }
-
   /** The last holder seen on the Lease ("" when released or never observed). */
   leader(): string {
     return this.observed?.holder ?? "";

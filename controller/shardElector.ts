@@ -68,7 +68,11 @@ export class ShardElector {
       ...(opts.logger ? { logger: opts.logger } : {}),
     };
     this.acquiredAt = Array.from({ length: opts.shards }, () => Infinity);
-    this.member = new LeaderElector({ ...common, name: memberLeaseName(opts.base, opts.identity), labels: { [MEMBER_LABEL]: opts.base } });
+    // The heartbeat's deadline is its Lease duration, the time the others count it live after a renew: a
+    // renew late past the shard Leases' deadline (a loaded machine) hands no shard over. The shard Leases,
+    // each with its own deadline, remain what fences acting.
+    this.member = new LeaderElector({ ...common, renewDeadlineMs: this.leaseMs - 1, name: memberLeaseName(opts.base, opts.identity),
+      labels: { [MEMBER_LABEL]: opts.base } });
     this.electors = Array.from({ length: opts.shards }, (_, i) => new LeaderElector({
       ...common,
       name: shardLeaseName(opts.base, i, opts.shards),
@@ -151,17 +155,8 @@ export class ShardElector {
   }
 
   private wants(shard: number): boolean {
-    if (!this.running || !this.observedOnce || this.foreignHeld || !this.heartbeatLive()) return false;
+    if (!this.running || !this.observedOnce || this.foreignHeld || !this.member.isLeading()) return false;
     return assignedMember(shard, this.live, this.opts.shards) === this.opts.identity;
-  }
-
-  /**
-   * Our member Lease as the others judge it: live for a Lease duration after its last renew. A renew late
-   * by more than its renew deadline (a loaded machine) therefore hands no shard over; the shard Leases,
-   * each with its own deadline, remain what fences acting.
-   */
-  private heartbeatLive(): boolean {
-    return this.member.renewedWithin(this.leaseMs);
   }
 
   private changed(): void {
@@ -201,7 +196,7 @@ export class ShardElector {
     // Held means: a holder, and renewed within its duration on our clock (a killed replica's record goes stale).
     const fresh = (s: Seen) => s.holder !== "" && nowMs < s.seenAt + s.durationMs;
     const live = [...next.values()].filter((s) => s.shards === undefined && fresh(s)).map((s) => s.holder);
-    if (this.heartbeatLive() && !live.includes(identity)) live.push(identity);
+    if (this.member.isLeading() && !live.includes(identity)) live.push(identity);
     this.live = [...new Set(live)].sort();
     const foreign = [...next.values()].some((s) => s.shards !== undefined && s.shards !== String(shards) && fresh(s));
     if (foreign && !this.foreignHeld) {
