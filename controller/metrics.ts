@@ -202,12 +202,6 @@ export class ReconcilerMetrics {
     for (let i = 0; i < shards; i++) this.shardHeld.set({ shard: String(i) }, held.includes(i) ? 1 : 0);
   }
 
-  /** A sharded replica's reconcile of an order of `shard` (its result, and whether it ran a pulumi up). */
-  countShardReconcile(shard: number, result: ReconcileResult, up: boolean): void {
-    this.shardReconciles.inc({ shard: String(shard), result });
-    if (up) this.shardUps.inc({ shard: String(shard) });
-  }
-
   observeProvisioning(tenant: string, seconds: number): void {
     this.provisioningDuration.observe({ tenant, worker_type: WORKER_TYPE }, seconds);
   }
@@ -216,10 +210,18 @@ export class ReconcilerMetrics {
     this.agentCorrelationDuration.observe({ tenant, worker_type: WORKER_TYPE }, seconds);
   }
 
-  /** Times a reconcile: call the returned function with its result when it ends. */
-  startReconcile(): (result: ReconcileResult) => void {
+  /**
+   * Times a reconcile: call the returned function with its result when it ends. For a sharded replica,
+   * `shard` is the order's shard (undefined: not counted per shard) and `up` whether it ran a pulumi up.
+   */
+  startReconcile(): (result: ReconcileResult, per?: { shard?: number; up?: boolean }) => void {
     const end = this.reconcileDuration.startTimer();
-    return (result) => end({ result });
+    return (result, per = {}) => {
+      end({ result });
+      if (per.shard === undefined) return;
+      this.shardReconciles.inc({ shard: String(per.shard), result });
+      if (per.up) this.shardUps.inc({ shard: String(per.shard) });
+    };
   }
 
   countUp(result: UpResult): void {

@@ -118,10 +118,7 @@ function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<stri
     const started = Date.now();
     try {
       const r = observe ? await observeOnly(observer, ref) : await app.reconcile(ref);
-      const result = r.action === "skipped" ? "skipped" : "success";
-      done(result);
-      const shard = shardOf(ref);
-      if (shard !== undefined) metrics.countShardReconcile(shard, result, r.up !== undefined);
+      done(r.action === "skipped" ? "skipped" : "success", { shard: shardOf(ref), up: r.up !== undefined });
       if (r.action === "skipped") metrics.countSkipped();
       if (r.up) metrics.countUp("succeeded");
       const k = `${ref.namespace}/${ref.name}`;
@@ -145,9 +142,8 @@ function countedReconcile(app: App, metrics: ReconcilerMetrics, counts: Map<stri
         message: r.message }, "reconciled");
       return r;
     } catch (err) {
-      done("error");
-      const shard = shardOf(ref);
-      if (shard !== undefined && !(err instanceof NotLeaderError)) metrics.countShardReconcile(shard, "error", false);
+      // Refused for a shard this replica does not hold: not a reconcile of that shard.
+      done("error", { shard: err instanceof NotLeaderError ? undefined : shardOf(ref) });
       throw err;
     }
   };

@@ -3,6 +3,7 @@
 // HTTP endpoints serve them along with liveness and readiness.
 import { Heartbeat, allOf, electionCheck, startHealthServer } from "../../controller/health";
 import { aggregateByTenant, ReconcilerMetrics } from "../../controller/metrics";
+import { samples } from "../support/metrics";
 
 const DESIGN_METRICS = [
   "osac_clusterorder_workers_desired",
@@ -11,20 +12,6 @@ const DESIGN_METRICS = [
   "osac_clusterorder_worker_provisioning_duration_seconds",
   "osac_clusterorder_worker_agent_correlation_duration_seconds",
 ];
-
-/** Parses `name{a="x",b="y"} value` sample lines of the text exposition. */
-function samples(text: string): { name: string; labels: Record<string, string>; value: number }[] {
-  return text.split("\n").filter((l) => l && !l.startsWith("#")).map((l) => {
-    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(l);
-    if (!m) throw new Error(`unparsable sample line: ${l}`);
-    const labels: Record<string, string> = {};
-    for (const p of (m[2] ?? "").match(/\w+="(?:[^"\\]|\\.)*"/g) ?? []) {
-      const i = p.indexOf("=");
-      labels[p.slice(0, i)] = p.slice(i + 2, -1);
-    }
-    return { name: m[1], labels, value: Number(m[3]) };
-  });
-}
 
 describe("ReconcilerMetrics", () => {
   it("exposes the design's five metrics with only tenant and worker_type labels, summed per tenant", async () => {
@@ -102,9 +89,10 @@ describe("ReconcilerMetrics", () => {
   it("per shard: which shard Leases are held, and the reconciles and ups of each shard's orders, with only a shard label beside the result", async () => {
     const m = new ReconcilerMetrics({ defaultMetrics: false });
     m.setShardsHeld(4, [1, 3]);
-    m.countShardReconcile(1, "success", true);
-    m.countShardReconcile(1, "skipped", false);
-    m.countShardReconcile(3, "error", false);
+    m.startReconcile()("success", { shard: 1, up: true });
+    m.startReconcile()("skipped", { shard: 1, up: false });
+    m.startReconcile()("error", { shard: 3 });
+    m.startReconcile()("success", { up: true }); // not sharded: no shard series
     m.setShardsHeld(4, [3]);
     const s = samples(await m.render()).filter((x) => x.name.startsWith("bmw_shard_"));
     const value = (name: string, labels: Record<string, string>) => s.find((x) => x.name === name && JSON.stringify(x.labels) === JSON.stringify(labels))?.value;
