@@ -13,6 +13,7 @@ import { startPostgres, type PostgresServer } from "../../lab/postgres";
 import { readLocks } from "../../stack/locks";
 import { PostgresStateStore } from "../../stack/stateStore";
 import { eventually } from "../support/eventually";
+import { samples } from "../support/metrics";
 import { productEnv, startTestLab, type TestLab } from "../support/labEnv";
 import { OrderProbe } from "../support/orderWatch";
 import { type Relay, relayedKubeconfig } from "../support/relay";
@@ -51,17 +52,13 @@ function logLines(r: ReconcilerProcess): LogLine[] {
   });
 }
 
-/** A replica's sample values of `name` by shard label, read from its /metrics (the health URL it logged at start). */
-async function byShard(r: ReconcilerProcess, name: string, extra: Record<string, string> = {}): Promise<Map<number, number>> {
+/** A replica's sample values of `name` by shard, read from its /metrics (the health URL it logged at start). */
+async function byShard(r: ReconcilerProcess, name: string): Promise<Map<number, number>> {
   const health = logLines(r).find((l) => l.msg === "reconciler started")?.health;
   if (!health) throw new Error(`no health URL in ${r.logFile}`);
-  const text = await (await fetch(`${health}/metrics`)).text();
   const out = new Map<number, number>();
-  for (const line of text.split("\n")) {
-    const m = new RegExp(`^${name}\\{(.*)\\} (\\S+)$`).exec(line);
-    if (!m) continue;
-    const labels = Object.fromEntries([...m[1].matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(extra).every(([k, v]) => labels[k] === v)) out.set(Number(labels.shard), (out.get(Number(labels.shard)) ?? 0) + Number(m[2]));
+  for (const x of samples(await (await fetch(`${health}/metrics`)).text())) {
+    if (x.name === name) out.set(Number(x.labels.shard), (out.get(Number(x.labels.shard)) ?? 0) + x.value);
   }
   return out;
 }
