@@ -15,6 +15,7 @@ const UNIT_TESTS = [
   "tests/controller/settledProperty.test.ts",
   "tests/providers/checkDiff.test.ts",
   "tests/providers/markedLines.test.ts",
+  "tests/providers/hostModules.test.ts",
   "tests/config/**/*.test.ts",
   "tests/stack/eventLog.test.ts",
   "tests/property/previewCheck.test.ts",

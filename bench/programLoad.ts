@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { providerBundle } from "../stack/providerBundle";
 import { PROJECT_ROOT } from "../stack/toolchain";
 import { median } from "./stats";
 
@@ -51,6 +52,47 @@ export function measureProgramLoad(dir: string, runs: number): LoadVariant[] {
   for (const v of VARIANTS) once(v);
   const out = VARIANTS.map((v) => ({ ...v, cpuMs: [] as number[], medianCpuMs: 0 }));
   for (let i = 0; i < runs; i++) for (const v of out) v.cpuMs.push(once(v));
+  for (const v of out) v.medianCpuMs = median(v.cpuMs);
+  return out;
+}
+
+export interface ProviderLoadVariant {
+  /** Where the provider host takes the providers' logic from (providers/loader.ts). */
+  from: "sources" | "bundle";
+  cpuMs: number[];
+  medianCpuMs: number;
+}
+
+// What a dynamic provider host loads before its first call: the Pulumi SDK, then the providers' logic,
+// from the sources through ts-node (as providers/loader.ts does without a bundle) or from the bundle.
+const PROVIDER_SCRIPT = `
+const [root, bundle] = process.argv.slice(1);
+require(require.resolve("@pulumi/pulumi", { paths: [root] }));
+const paths = ["providers/bareMetalInstanceOps.ts", "providers/agentBindingOps.ts"];
+if (bundle) {
+  for (const p of paths) require(bundle).hostModules[p];
+} else {
+  require(require.resolve("ts-node", { paths: [root] })).register({ transpileOnly: true, project: root + "/tsconfig.json" });
+  for (const p of paths) require(root + "/" + p);
+}
+const u = process.cpuUsage();
+process.stdout.write(String((u.user + u.system) / 1000));
+`;
+
+/** Provider host load CPU from the sources and from the bundle, both with Node's compile cache (the product's setting). */
+export async function measureProviderLoad(dir: string, runs: number): Promise<ProviderLoadVariant[]> {
+  const cacheDir = path.join(dir, "provider-load-cache");
+  fs.rmSync(cacheDir, { recursive: true, force: true });
+  const bundle = await providerBundle(path.join(dir, "provider-load-bundle"));
+  const once = (from: ProviderLoadVariant["from"]): number => {
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_COMPILE_CACHE: cacheDir };
+    const r = spawnSync(process.execPath, ["-e", PROVIDER_SCRIPT, PROJECT_ROOT, from === "bundle" ? bundle : ""], { env, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`provider load (${from}) failed: ${r.stderr}`);
+    return Number(r.stdout);
+  };
+  const out: ProviderLoadVariant[] = [{ from: "sources", cpuMs: [], medianCpuMs: 0 }, { from: "bundle", cpuMs: [], medianCpuMs: 0 }];
+  for (const v of out) once(v.from); // fills the page cache and the compile cache
+  for (let i = 0; i < runs; i++) for (const v of out) v.cpuMs.push(once(v.from));
   for (const v of out) v.medianCpuMs = median(v.cpuMs);
   return out;
 }

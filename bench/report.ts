@@ -26,7 +26,7 @@ export interface Integrity {
   requestedWorkers: number;
 }
 
-import type { LoadVariant } from "./programLoad";
+import type { LoadVariant, ProviderLoadVariant } from "./programLoad";
 
 export interface EventsResult {
   orders?: number;
@@ -50,6 +50,7 @@ export interface BenchResult {
   floor: { runs: number[]; medianMs: number; cpuSeconds?: number[]; medianCpuSeconds?: number };
   /** CPU of loading the program in a fresh Node process, per transpiler and compile-cache setting. */
   programLoad?: LoadVariant[];
+  providerLoad?: ProviderLoadVariant[];
   idleRssMiB: number;
   burst?: { orders: number; bmis: number; createMs: number; allBmisMs: number; stacksPerMinute: number };
   steady: SteadyInterval[];
@@ -139,6 +140,11 @@ export function renderMarkdown(r: BenchResult): string {
   for (const v of r.programLoad ?? []) {
     if (v === tscLoad) continue;
     out.push(`| program load CPU in a fresh Node process, ${v.transpiler}${v.compileCache ? " + Node compile cache" : ""} (median of ${v.cpuMs.length}) | ${v.medianCpuMs.toFixed(0)} ms | ts-node with tsc ${tscLoad?.medianCpuMs.toFixed(0) ?? "?"} ms | ${x(v.medianCpuMs, tscLoad?.medianCpuMs ?? 0)} |`);
+  }
+  const fromSources = r.providerLoad?.find((v) => v.from === "sources");
+  const fromBundle = r.providerLoad?.find((v) => v.from === "bundle");
+  if (fromSources && fromBundle) {
+    out.push(`| provider host load CPU (the SDK and the providers' logic) from the prebuilt bundle, Node compile cache (median of ${fromBundle.cpuMs.length}) | ${fromBundle.medianCpuMs.toFixed(0)} ms | from the sources with ts-node + swc ${fromSources.medianCpuMs.toFixed(0)} ms | ${x(fromBundle.medianCpuMs, fromSources.medianCpuMs)} |`);
   }
   if (last) {
     out.push(`| reconciler RSS at ${last.orders} orders | ${last.rssMiB.toFixed(0)} MiB | idle, 0 orders ${r.idleRssMiB.toFixed(0)} MiB | ${x(last.rssMiB, r.idleRssMiB)} |`);

@@ -30,7 +30,7 @@ import { startLab, type Lab } from "../lab";
 import { ORDER_LABEL } from "../planner/names";
 import type { ClusterOrder } from "../planner/types";
 import { CpuProfile } from "./cpuProfile";
-import { measureProgramLoad } from "./programLoad";
+import { measureProgramLoad, measureProviderLoad } from "./programLoad";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
 import { renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
@@ -371,6 +371,8 @@ async function main(): Promise<void> {
   // A resumed run keeps the load and floor figures it measured; they were measured next to its first stages.
   const programLoad = record ? [] : measureProgramLoad(o.dir, 5);
   if (!record) log(`program load: ${programLoad.map((v) => `${v.transpiler}${v.compileCache ? "+cache" : ""} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
+  const providerLoad = record ? [] : await measureProviderLoad(o.dir, 5);
+  if (!record) log(`provider host load: ${providerLoad.map((v) => `${v.from} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
   const floor = record ? { times: [], cpuSeconds: [] } : await measureFloor(o, {});
   if (!record) log(`floor: bare one-resource up median ${median(floor.times).toFixed(0)} ms, ${median(floor.cpuSeconds).toFixed(2)} CPU-s`);
 
@@ -423,6 +425,7 @@ async function main(): Promise<void> {
       pulumi: tc.versions.pulumi, platform: `${os.platform()} ${os.release()}` },
     floor: { runs: floor.times, medianMs: median(floor.times), cpuSeconds: floor.cpuSeconds, medianCpuSeconds: median(floor.cpuSeconds) },
     programLoad,
+    providerLoad,
     steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0, pulumiByCommand: {},
   };
   if (record) (result.resumedAt ??= []).push(started.toISOString());

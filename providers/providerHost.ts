@@ -4,14 +4,20 @@
 // open a new connection every time).
 import * as crypto from "node:crypto";
 import * as fs from "node:fs";
-import * as pulumi from "@pulumi/pulumi";
 import { FulfillmentClient, isTransient } from "../clients/fulfillment";
 import { Kube, loadKubeConfig } from "../clients/kube";
 import { type FulfillmentConnection, programSettings } from "../config/settings";
 import { connectionOptions } from "./fulfillmentConnection";
 
+/**
+ * Pulumi's placeholder for a value not known during preview: the engine's wire constant, which the SDK
+ * holds as pulumi.runtime.unknownValue (tests/providers/hostModules.test.ts checks they agree). Named here
+ * because the provider host's bundle does not load the SDK (stack/providerBundle.ts).
+ */
+export const UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+
 /** Whether `v` is Pulumi's placeholder for a value not known during preview. */
-export const isUnknown = (v: unknown): boolean => v === pulumi.runtime.unknownValue;
+export const isUnknown = (v: unknown): boolean => v === UNKNOWN_VALUE;
 
 // File paths (the hub's kubeconfig, the fulfillment token and CA) belong to the machine that runs pulumi,
 // not to the resource: another replica or an admin's machine keeps them elsewhere. So the provider acts

@@ -28,6 +28,7 @@ import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockP
 import { stateDirOf, stateStoreOf, type StateStore } from "./stateStore";
 import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
 import { programDigest } from "./programDigest";
+import { withProviderBundle } from "./providerBundle";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
 import { encryptedStore, runPulumi, stackProcessEnv } from "./pulumiProcess";
 import { prepareWorkDir, SettingsFileCache } from "./settingsFile";
@@ -355,14 +356,11 @@ export class StackManager {
   }
 
   /** Runs a pulumi command on a stack as a tracked process (see LeaderProcesses.track). */
-  private runCli(stackName: string, args: string[], opts: OperationOptions, programEnv: Record<string, string> = {}): Promise<string> {
-    try {
-      if (args[0] !== "preview") this.processes.assertLeading(`pulumi ${args[0]}`, stackName); // a preview only looks
-    } catch (err) {
-      return Promise.reject(err);
-    }
+  private async runCli(stackName: string, args: string[], opts: OperationOptions, programEnv: Record<string, string> = {}): Promise<string> {
+    const env = await withProviderBundle(this.env, this.tc.cacheDir, this.programDir);
+    if (args[0] !== "preview") this.processes.assertLeading(`pulumi ${args[0]}`, stackName); // a preview only looks
     return runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
-      cwd: this.workDir, env: { ...this.env, ...programEnv, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
+      cwd: this.workDir, env: { ...env, ...programEnv, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
       onSpawn: (child) => this.processes.track(stackName, child),
     }).finally(() => this.processes.settled());
   }
@@ -379,7 +377,8 @@ export class StackManager {
   }
 
   private async wsOptions() {
-    return { pulumiCommand: await this.pulumiCommand(), pulumiHome: this.tc.pulumiHome, envVars: this.env };
+    const envVars = await withProviderBundle(this.env, this.tc.cacheDir, this.programDir);
+    return { pulumiCommand: await this.pulumiCommand(), pulumiHome: this.tc.pulumiHome, envVars };
   }
 
   private ws(): Promise<LocalWorkspace> {
