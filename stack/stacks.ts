@@ -31,7 +31,7 @@ import { programDigest } from "./programDigest";
 import { withProviderBundle } from "./providerBundle";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
 import { encryptedStore, runPulumi, stackProcessEnv } from "./pulumiProcess";
-import { prepareWorkDir, SettingsFileCache } from "./settingsFile";
+import { plainSettingsValue, prepareWorkDir, settingsFileOf, SettingsFileCache } from "./settingsFile";
 import { prunedCount, pruneStackState, StateSize } from "./stateRetention";
 import { PROJECT_ROOT, Toolchain, toolchain } from "./toolchain";
 
@@ -128,7 +128,9 @@ export class StackManager {
       s = this.selection.run("select", async () => {
         const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: this.workDir }, await this.wsOptions());
         const wanted = `${ref.namespace}/${ref.name}`;
-        const current = await stack.getConfig("clusterOrder").then((v) => v.value, () => undefined);
+        // Read from the settings file where it can be (absent there is Pulumi.yaml's empty default): a pulumi process less.
+        const recorded = plainSettingsValue(settingsFileOf(this.workDir, name), `${this.projectName}:clusterOrder`);
+        const current = recorded.known ? recorded.value : await stack.getConfig("clusterOrder").then((v) => v.value, () => undefined);
         if (current !== wanted) await stack.setConfig("clusterOrder", { value: wanted });
         return stack;
       });

@@ -32,6 +32,18 @@ describe("StackManager on a file backend", () => {
     expect(fs.readFileSync(path.join(sb.workDir, "Pulumi.ns1--order1.yaml"), "utf8")).toContain("clusterOrder: ns1/order1");
   });
 
+  it("a fresh process corrects a stack's settings that name another order (read from the file, not the CLI)", async () => {
+    const file = path.join(sb.workDir, "Pulumi.ns1--order1.yaml");
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace("clusterOrder: ns1/order1", "clusterOrder: ns1/other"));
+    const fresh = new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir, passphraseFile: path.join(sb.tmp, "passphrase") });
+    await fresh.ensureStack(ORDER);
+    expect(fs.readFileSync(file, "utf8")).toContain("clusterOrder: ns1/order1");
+    const mtime = fs.statSync(file).mtimeMs;
+    const again = new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir, passphraseFile: path.join(sb.tmp, "passphrase") });
+    await again.ensureStack(ORDER);
+    expect(fs.statSync(file).mtimeMs).toBe(mtime); // already right: not written again
+  });
+
   it("sees a config value another process set (the pin of a CLI rollback); reads are cached until the settings file changes", async () => {
     // A second manager on the same work dir stands for the CLI process; sb.manager for the running loop.
     const cli = new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir, passphraseFile: path.join(sb.tmp, "passphrase") });
