@@ -126,7 +126,12 @@ export class StackManager {
     let s = this.stacks.get(name);
     if (!s) {
       s = this.selection.run("select", async () => {
-        const stack = await LocalWorkspace.createOrSelectStack({ stackName: name, workDir: this.workDir }, await this.wsOptions());
+        const args = { stackName: name, workDir: this.workDir };
+        // A stack the backend does not hold is created at once: createOrSelect's failing select is a pulumi process more.
+        const absent = this.store ? !(await checkpointExists(this.store, this.projectName, name)) : false;
+        const stack = absent
+          ? await LocalWorkspace.createStack(args, await this.wsOptions()).catch(async () => LocalWorkspace.createOrSelectStack(args, await this.wsOptions()))
+          : await LocalWorkspace.createOrSelectStack(args, await this.wsOptions());
         const wanted = `${ref.namespace}/${ref.name}`;
         // Read from the settings file where it can be (absent there is Pulumi.yaml's empty default): a pulumi process less.
         const recorded = plainSettingsValue(settingsFileOf(this.workDir, name), `${this.projectName}:clusterOrder`);
