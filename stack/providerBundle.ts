@@ -76,13 +76,17 @@ export async function buildProviderBundle(outFile: string, root = PROJECT_ROOT):
 }
 
 const built = new Map<string, Promise<string>>();
+/** Each root's key, hashed once per process: this process's own modules do not change under it either. */
+const keys = new Map<string, string>();
 
 /**
  * The path of the current bundle under `cacheDir`, built first when missing (once per process; other
  * processes building the same key at once each write their own file and rename it into place).
  */
 export function providerBundle(cacheDir: string, root = PROJECT_ROOT): Promise<string> {
-  const file = path.join(cacheDir, "provider-bundle", `${bundleKey(root)}.js`);
+  let key = keys.get(root);
+  if (!key) keys.set(root, (key = bundleKey(root)));
+  const file = path.join(cacheDir, "provider-bundle", `${key}.js`);
   let p = built.get(file);
   if (!p) {
     p = fs.existsSync(file) ? Promise.resolve(file) : buildProviderBundle(file, root).then(() => file);
