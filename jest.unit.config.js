@@ -18,6 +18,7 @@ const UNIT_TESTS = [
   "tests/providers/hostModules.test.ts",
   "tests/config/**/*.test.ts",
   "tests/stack/eventLog.test.ts",
+  "tests/stack/settingsFile.test.ts",
   "tests/property/previewCheck.test.ts",
   "tests/io/incarnationNames.test.ts",
   "tests/io/handoff.test.ts",

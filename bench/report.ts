@@ -12,6 +12,8 @@ export interface SteadyInterval {
   settled?: number;
   fulfillmentCalls: number;
   rssMiB: number;
+  /** The reconciler's V8 heap (used, reserved) and memory outside it (Buffers, native), from its /metrics; absent in older runs. */
+  heapMiB?: { used: number; total: number; external: number };
   /**
    * The whole interval (end of one pass to the end of the next), not only the pass: every reconcile the
    * watches caused as well, and the fulfillment calls they made. Absent in results of older runs.

@@ -220,6 +220,15 @@ class Reconciler {
     }, 200);
   }
 
+  /** The V8 heap and external memory, from the reconciler's default process metrics. */
+  async heapMiB(): Promise<{ used: number; total: number; external: number }> {
+    this.poll();
+    if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
+    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
+    const value = (name: string) => Number(/^\S+ (\S+)$/.exec(text.split("\n").find((l) => l.startsWith(`${name} `)) ?? "")?.[1] ?? NaN) / 2 ** 20;
+    return { used: value("bmw_nodejs_heap_size_used_bytes"), total: value("bmw_nodejs_heap_size_total_bytes"), external: value("bmw_nodejs_external_memory_bytes") };
+  }
+
   rssKiB(): number {
     const status = fs.readFileSync(`/proc/${this.child.pid}/status`, "utf8");
     return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
@@ -325,6 +334,7 @@ async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, o
   return {
     orders, workers: orders * world.o.workers, passMs: second.durationMs, pulumiProcesses: c1 - c0, ups: second.ups,
     skipped: second.skipped, settled: second.settled, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
+    heapMiB: await rec.heapMiB(),
     interval: { ms: second.time - first.time, reconciles: Object.values(by).reduce((a, b) => a + b, 0), ups: by.up ?? 0, fulfillmentCalls: f1 - f0 },
   };
 }
@@ -445,7 +455,8 @@ async function main(): Promise<void> {
     } else {
       const idle = await rec.nextPass(0, 300);
       result.idleRssMiB = rec.rssKiB() / 1024;
-      log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB`);
+      const heap = await rec.heapMiB();
+      log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB (heap used ${heap.used.toFixed(0)} of ${heap.total.toFixed(0)}, external ${heap.external.toFixed(0)})`);
 
       // Burst: the first B orders at once, with the CPU of every process under the reconciler sampled.
       const profile = new CpuProfile(rec.child.pid!);
@@ -545,7 +556,7 @@ async function main(): Promise<void> {
       const s = await steadyInterval(rec, world, shim, size, o.interval * 3 + o.timeout);
       result.steady.push(s);
       save();
-      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB`);
+      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB (heap used ${s.heapMiB?.used.toFixed(0)} of ${s.heapMiB?.total.toFixed(0)}, external ${s.heapMiB?.external.toFixed(0)})`);
       // Events at the first size, so a long run has its latencies early (they hardly depend on the size).
       if (!result.events) {
         await runEvents();

@@ -30,6 +30,23 @@ export function plainSettingsValue(file: string, fullKey: string): { known: bool
   return typeof v === "string" ? { known: true, value: v } : { known: false };
 }
 
+/**
+ * Writes a plain config value into an existing stack settings file, as `pulumi config set` would, without a
+ * pulumi process. Only a file `plainSettingsValue` can read (no environment, the key absent or a plain
+ * string) is written; returns false otherwise and the caller asks the CLI. The file must exist: `stack init`
+ * writes the passphrase's salt there, and a file without it would be a different secrets setup.
+ */
+export function writePlainSettingsValue(file: string, fullKey: string, value: string): boolean {
+  if (!fs.existsSync(file) || !plainSettingsValue(file, fullKey).known) return false;
+  const doc = (yaml.load(fs.readFileSync(file, "utf8")) ?? {}) as Record<string, unknown>;
+  if (typeof doc !== "object" || Array.isArray(doc)) return false;
+  doc.config = { ...((doc.config as Record<string, unknown> | undefined) ?? {}), [fullKey]: value };
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, yaml.dump(doc, { lineWidth: -1 }));
+  fs.renameSync(tmp, file);
+  return true;
+}
+
 /** Config keys that the project's Pulumi.yaml declares (they may have defaults). */
 export function projectConfigKeys(workDir: string): Set<string> {
   const doc: unknown = yaml.load(fs.readFileSync(path.join(workDir, "Pulumi.yaml"), "utf8"));

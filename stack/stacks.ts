@@ -27,11 +27,12 @@ import { backendUrlOf, historyRetentionOf, type StackManagerOptions } from "./ma
 import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockPolicy } from "./locks";
 import { stateDirOf, stateStoreOf, type StateStore } from "./stateStore";
 import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
+import { openStack } from "./openStack";
 import { programDigest } from "./programDigest";
 import { withProviderBundle } from "./providerBundle";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
 import { encryptedStore, runPulumi, stackProcessEnv } from "./pulumiProcess";
-import { plainSettingsValue, prepareWorkDir, settingsFileOf, SettingsFileCache } from "./settingsFile";
+import { plainSettingsValue, prepareWorkDir, settingsFileOf, SettingsFileCache, writePlainSettingsValue } from "./settingsFile";
 import { prunedCount, pruneStackState, StateSize } from "./stateRetention";
 import { PROJECT_ROOT, Toolchain, toolchain } from "./toolchain";
 
@@ -126,17 +127,15 @@ export class StackManager {
     let s = this.stacks.get(name);
     if (!s) {
       s = this.selection.run("select", async () => {
-        const args = { stackName: name, workDir: this.workDir };
-        // A stack the backend does not hold is created at once: createOrSelect's failing select is a pulumi process more.
-        const absent = this.store ? !(await checkpointExists(this.store, this.projectName, name)) : false;
-        const stack = absent
-          ? await LocalWorkspace.createStack(args, await this.wsOptions()).catch(async () => LocalWorkspace.createOrSelectStack(args, await this.wsOptions()))
-          : await LocalWorkspace.createOrSelectStack(args, await this.wsOptions());
+        const held = this.store ? await checkpointExists(this.store, this.projectName, name) : undefined;
+        const stack = await openStack(name, this.workDir, held, () => this.ws(), () => this.wsOptions());
         const wanted = `${ref.namespace}/${ref.name}`;
-        // Read from the settings file where it can be (absent there is Pulumi.yaml's empty default): a pulumi process less.
-        const recorded = plainSettingsValue(settingsFileOf(this.workDir, name), `${this.projectName}:clusterOrder`);
+        // Read and written in the settings file where it can be (absent there is Pulumi.yaml's empty default): two pulumi processes less.
+        const file = settingsFileOf(this.workDir, name);
+        const key = `${this.projectName}:clusterOrder`;
+        const recorded = plainSettingsValue(file, key);
         const current = recorded.known ? recorded.value : await stack.getConfig("clusterOrder").then((v) => v.value, () => undefined);
-        if (current !== wanted) await stack.setConfig("clusterOrder", { value: wanted });
+        if (current !== wanted && !writePlainSettingsValue(file, key, wanted)) await stack.setConfig("clusterOrder", { value: wanted });
         return stack;
       });
       this.stacks.set(name, s);

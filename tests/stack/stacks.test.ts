@@ -3,7 +3,9 @@
 // reconciler runs index.ts: create, up, preview, history beyond one CLI page, export/import, destroy.
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { createPulumiShim } from "../../bench/pulumiShim";
 import { StackManager } from "../../stack/stacks";
+import { toolchain } from "../../stack/toolchain";
 import { FIXTURE_PROJECT, RECORD_TYPE, resourcesOfType, stackSandbox } from "../controller/support";
 
 const ORDER = { namespace: "ns1", name: "order1" };
@@ -30,6 +32,8 @@ describe("StackManager on a file backend", () => {
     // the work dir is a copy of the project pointing at the on-disk program
     expect(fs.readFileSync(path.join(sb.workDir, "Pulumi.yaml"), "utf8")).toMatch(/^main: .*tests\/fixtures\/stack-project$/m);
     expect(fs.readFileSync(path.join(sb.workDir, "Pulumi.ns1--order1.yaml"), "utf8")).toContain("clusterOrder: ns1/order1");
+    // Written into the settings file without `pulumi config set`: the CLI reads it back.
+    expect((await stack.getConfig("clusterOrder")).value).toBe(KEY);
   });
 
   it("a fresh process corrects a stack's settings that name another order (read from the file, not the CLI)", async () => {
@@ -42,6 +46,21 @@ describe("StackManager on a file backend", () => {
     const again = new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir, passphraseFile: path.join(sb.tmp, "passphrase") });
     await again.ensureStack(ORDER);
     expect(fs.statSync(file).mtimeMs).toBe(mtime); // already right: not written again
+  });
+
+  it("opens a new stack with one pulumi process (stack init) and a stack the backend holds with none", async () => {
+    const shim = createPulumiShim(toolchain(), path.join(sb.tmp, "shim"));
+    const counted = () => new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir,
+      passphraseFile: path.join(sb.tmp, "passphrase"), toolchain: toolchain({ ...process.env, BMW_CACHE_DIR: shim.cacheDir }) });
+    const ref = { namespace: "ns1", name: "counted" };
+    // `pulumi version` runs once per manager (the CLI's version check), not per stack.
+    const stackCommands = () => Object.fromEntries(Object.entries(shim.byCommand()).filter(([c]) => c !== "version").map(([c, v]) => [c, v.count]));
+    await counted().ensureStack(ref);
+    expect(stackCommands()).toEqual({ "stack init": 1 });
+    const again = await counted().ensureStack(ref); // a fresh process: the checkpoint exists, the settings file is right
+    expect(stackCommands()).toEqual({ "stack init": 1 });
+    expect((await again.getConfig("clusterOrder")).value).toBe("ns1/counted"); // the unselected stack still answers by name
+    await sb.manager.removeStack(ref);
   });
 
   it("sees a config value another process set (the pin of a CLI rollback); reads are cached until the settings file changes", async () => {
