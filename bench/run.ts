@@ -34,6 +34,7 @@ import { measureProgramLoad, measureProviderLoad } from "./programLoad";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
 import { renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
+import { cliCommand } from "../cli/command";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -164,9 +165,9 @@ class Reconciler {
   constructor(env: NodeJS.ProcessEnv, o: Options, logFile: string) {
     this.logFile = logFile;
     const fd = fs.openSync(logFile, "a");
-    this.child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
-      "run", "--interval", String(o.interval), "--concurrency", String(o.concurrency), "--lease-namespace", "bmw-bench",
-      "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd] });
+    const run = cliCommand(["run", "--interval", String(o.interval), "--concurrency", String(o.concurrency), "--lease-namespace", "bmw-bench",
+      "--health-port", "0"]);
+    this.child = spawn(run.command, run.args, { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd] });
     fs.closeSync(fd);
   }
 

@@ -21,6 +21,7 @@ import { startLab } from "../lab";
 import { startPostgres } from "../lab/postgres";
 import { ORDER_LABEL } from "../planner/names";
 import { PROJECT_ROOT } from "../stack/toolchain";
+import { cliCommand } from "../cli/command";
 
 const log = (m: string) => process.stderr.write(`[scale-out bench ${new Date().toISOString().slice(11, 19)}] ${m}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -77,9 +78,9 @@ function recoveryTimeline(logFile: string, killedAt: number, order: string, unti
 
 function startReplica(env: NodeJS.ProcessEnv, id: string, replicas: number, o: { lease: number; concurrency: number }, url: string, logFile: string): ChildProcess {
   const fd = fs.openSync(logFile, "a");
-  const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"), "run",
-    "--interval", "30", "--concurrency", String(o.concurrency), "--namespace", NS, "--lease-namespace", NS, "--identity", id, "--health-port", "0",
-    "--shards", String(replicas), "--lease-duration", String(o.lease), "--backend-url", url], { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
+  const run = cliCommand(["run", "--interval", "30", "--concurrency", String(o.concurrency), "--namespace", NS, "--lease-namespace", NS,
+    "--identity", id, "--health-port", "0", "--shards", String(replicas), "--lease-duration", String(o.lease), "--backend-url", url]);
+  const child = spawn(run.command, run.args, { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
   fs.closeSync(fd);
   return child;
 }

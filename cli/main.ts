@@ -230,6 +230,9 @@ export function formatTable(rows: Record<string, unknown>[]): string {
   return [line(cols.map((c) => c.toUpperCase())), ...rows.map((r) => line(cols.map((c) => cell(r[c]))))].join("\n");
 }
 
-if (require.main === module) {
-  void buildCli(hideBin(process.argv)).parseAsync();
+/** Runs the CLI on `argv` (node, script, arguments...); cli/launch.js calls it from the prebuilt bundle. */
+export function main(argv: string[] = process.argv): void {
+  void buildCli(hideBin(argv)).parseAsync();
 }
+
+if (require.main === module) main();

@@ -11,6 +11,7 @@ import yargs from "yargs";
 import { defaultLabDir, startLab } from "../lab";
 import type { ClusterOrder } from "../planner/types";
 import { PROJECT_ROOT } from "../stack/toolchain";
+import { cliCommand } from "../cli/command";
 
 const NS = "demo";
 const NAME = "demo-cluster";
@@ -45,8 +46,8 @@ async function main(): Promise<void> {
   const logFile = path.join(lab.logsDir, "reconciler.log");
   const historyFile = path.join(lab.dir, "demo-history.txt");
   const log = fs.openSync(logFile, "a");
-  const reconciler = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
-    "run", "--interval", "10", "--namespace", NS, "--lease-namespace", NS, "--health-port", "0"], { cwd: PROJECT_ROOT, env, stdio: ["ignore", log, log] });
+  const run = cliCommand(["run", "--interval", "10", "--namespace", NS, "--lease-namespace", NS, "--health-port", "0"]);
+  const reconciler = spawn(run.command, run.args, { cwd: PROJECT_ROOT, env, stdio: ["ignore", log, log] });
   process.stdout.write(`reconciler pid ${reconciler.pid}, log ${logFile}\n`);
 
   const kc = lab.kubeConfig();
@@ -92,8 +93,8 @@ async function main(): Promise<void> {
     await setCount(0, 2);
     await stage("scale down: compute 3 -> 2 (CAPI unbinds one Agent; its worker goes Unbinding -> Deleting)", settled(3));
     // The stack's history (our one-line summary per update), kept in a file: deleting the order removes its stack.
-    const history = spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
-      "history", `${NS}/${NAME}`, "--quiet"], { cwd: PROJECT_ROOT, env, encoding: "utf8" });
+    const h = cliCommand(["history", `${NS}/${NAME}`, "--quiet"]);
+    const history = spawnSync(h.command, h.args, { cwd: PROJECT_ROOT, env, encoding: "utf8" });
     fs.writeFileSync(historyFile, history.stdout);
     process.stdout.write(`\n== stack history of ${NS}/${NAME} (also in ${historyFile})\n${history.stdout}`);
     await api.deleteNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", namespace: NS, plural: "clusterorders", name: NAME });

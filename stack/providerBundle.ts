@@ -4,9 +4,9 @@
 // (esbuild) loads in a fraction of it. It is built once per version of its sources into the toolchain
 // cache and named to every pulumi process in BMW_PROVIDER_BUNDLE (stack/toolchain.ts pulumiEnv); a pulumi
 // run without it (an admin's plain `pulumi preview` in the project) loads the same sources with ts-node.
-import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { buildBundle, bundleKey as keyOf } from "../lib/bundler";
 import { PROJECT_ROOT } from "./toolchain";
 
 /** The bundle's entry, relative to the project root. */
@@ -15,64 +15,19 @@ export const BUNDLE_ENTRY = "providers/hostModules.ts";
 /** Every directory whose sources the bundle may hold; any change to one of them is a new bundle. */
 const SOURCE_DIRS = ["providers", "clients", "config", "lib", "planner", "protos"];
 
-function sourceFiles(root: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string) => {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
-      const p = path.join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (/\.(ts|proto)$/.test(e.name)) out.push(p);
-    }
-  };
-  for (const d of SOURCE_DIRS) if (fs.existsSync(path.join(root, d))) walk(path.join(root, d));
-  return out.sort();
-}
-
 /** The bundle's version: its sources, the locked dependencies, the bundler and where the sources are. */
 export function bundleKey(root = PROJECT_ROOT): string {
-  const h = crypto.createHash("sha256");
-  h.update(`${root}\0${require("esbuild/package.json").version as string}\0`);
-  for (const f of [...sourceFiles(root), path.join(root, "package-lock.json")]) {
-    h.update(`${path.relative(root, f)}\0`);
-    h.update(fs.readFileSync(f));
-    h.update("\0");
-  }
-  return h.digest("hex").slice(0, 20);
+  return keyOf(root, SOURCE_DIRS);
 }
 
 /**
- * The sources' __dirname is where they lie, not where the bundle does: the protos are read from beside
- * protos/fulfillment.ts.
+ * Builds the bundle of `root`'s provider logic into `outFile`. Its dependencies are inside it: the host
+ * then resolves none of them. The host's Pulumi SDK is the one the dynamic-provider host runs; a second
+ * copy would not share its state, so an import of @pulumi/* fails the build.
  */
-const sourceDirname = {
-  name: "source-dirname",
-  setup(build: import("esbuild").PluginBuild) {
-    build.onLoad({ filter: /\.ts$/ }, (args) => ({
-      contents: fs.readFileSync(args.path, "utf8").replace(/\b__dirname\b/g, JSON.stringify(path.dirname(args.path))),
-      loader: "ts",
-    }));
-    // The host's SDK is the one the dynamic-provider host runs; a second copy would not share its state.
-    build.onResolve({ filter: /^@pulumi\// }, (args) => ({
-      errors: [{ text: `${args.importer} loads ${args.path} at run time: the provider host's logic must not load the Pulumi SDK` }],
-    }));
-  },
-};
-
-/** Builds the bundle of `root`'s provider logic into `outFile` (written whole, then renamed into place). */
-export async function buildProviderBundle(outFile: string, root = PROJECT_ROOT): Promise<void> {
-  const esbuild: typeof import("esbuild") = require("esbuild");
-  const tmp = `${outFile}.${process.pid}.${crypto.randomBytes(4).toString("hex")}.tmp`;
-  fs.mkdirSync(path.dirname(outFile), { recursive: true });
-  try {
-    await esbuild.build({
-      entryPoints: [path.join(root, BUNDLE_ENTRY)], outfile: tmp, bundle: true, platform: "node", format: "cjs",
-      target: `node${process.versions.node.split(".")[0]}`, absWorkingDir: root, logLevel: "silent",
-      plugins: [sourceDirname], legalComments: "none",
-    });
-    fs.renameSync(tmp, outFile);
-  } finally {
-    fs.rmSync(tmp, { force: true });
-  }
+export function buildProviderBundle(outFile: string, root = PROJECT_ROOT): Promise<void> {
+  return buildBundle({ root, entry: BUNDLE_ENTRY, outFile, refuse: /^@pulumi\//,
+    refuseWhy: "the provider host's logic must not load the Pulumi SDK" });
 }
 
 const built = new Map<string, Promise<string>>();

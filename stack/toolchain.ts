@@ -1,8 +1,8 @@
 // Where the offline toolchain built by scripts/toolchain.sh lives. The versions come from
 // scripts/versions.env so that the shell build and the TypeScript runtime can never disagree.
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
+import { cacheDir } from "../lib/bundler";
 
 export const PROJECT_ROOT = path.resolve(__dirname, "..");
 
@@ -44,11 +44,8 @@ export function readVersions(file = path.join(PROJECT_ROOT, "scripts", "versions
   };
 }
 
-export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.BMW_CACHE_DIR) return env.BMW_CACHE_DIR;
-  const xdg = env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
-  return path.join(xdg, "baremetal-workers");
-}
+/** BMW_CACHE_DIR, else baremetal-workers under XDG_CACHE_HOME (~/.cache). */
+export { cacheDir };
 
 export function toolchain(env: NodeJS.ProcessEnv = process.env): Toolchain {
   const versions = readVersions();

@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { PROJECT_ROOT } from "../../stack/toolchain";
 import { runTs, type ChildResult } from "./run";
+import { cliCommand } from "../../cli/command";
 
 export interface ReconcilerProcess {
   child: ChildProcess;
@@ -33,8 +34,8 @@ export function canSetHostname(): boolean {
 export function startReconciler(env: NodeJS.ProcessEnv, args: string[], logFile: string, opts: { hostname?: string } = {}): ReconcilerProcess {
   fs.mkdirSync(path.dirname(logFile), { recursive: true });
   const fd = fs.openSync(logFile, "a");
-  const command = [process.execPath, "-r", "ts-node/register/transpile-only", path.join(PROJECT_ROOT, "cli", "main.ts"),
-    "run", "--health-port", "0", ...args];
+  const run = cliCommand(["run", "--health-port", "0", ...args]);
+  const command = [run.command, ...run.args];
   const argv = opts.hostname ? ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', opts.hostname, ...command] : command;
   const child = spawn(argv[0], argv.slice(1), { cwd: PROJECT_ROOT, env, stdio: ["ignore", fd, fd], detached: true });
   fs.closeSync(fd);

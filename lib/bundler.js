@@ -1,0 +1,89 @@
+// @ts-check
+// Prebuilt bundles of the project's TypeScript sources (esbuild), cached by a key of those sources under
+// the toolchain cache. Plain JavaScript, typed by bundler.d.ts: the CLI's launcher (cli/launch.js) needs it
+// before any TypeScript loader exists. Dependencies (node_modules) stay outside a bundle, so a process
+// that loads one shares them, the Pulumi SDK's state included, with every other module.
+"use strict";
+const crypto = require("node:crypto");
+const fs = require("node:fs");
+const os = require("node:os");
+const path = require("node:path");
+
+/** @param {NodeJS.ProcessEnv} env */
+function cacheDir(env = process.env) {
+  if (env.BMW_CACHE_DIR) return env.BMW_CACHE_DIR;
+  return path.join(env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "baremetal-workers");
+}
+
+/** @param {string} root @param {readonly string[]} dirs */
+function sourceFiles(root, dirs) {
+  /** @type {string[]} */
+  const out = [];
+  /** @param {string} dir */
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/\.(ts|js|proto)$/.test(e.name)) out.push(p);
+    }
+  };
+  for (const d of dirs) if (fs.existsSync(path.join(root, d))) walk(path.join(root, d));
+  return out.sort();
+}
+
+/** @param {string} root @param {readonly string[]} dirs */
+function bundleKey(root, dirs) {
+  const h = crypto.createHash("sha256");
+  h.update(`${root}\0${require("esbuild/package.json").version}\0${process.versions.node.split(".")[0]}\0`);
+  for (const f of [...sourceFiles(root, dirs), path.join(root, "package-lock.json")]) {
+    h.update(`${path.relative(root, f)}\0`);
+    h.update(fs.readFileSync(f));
+    h.update("\0");
+  }
+  return h.digest("hex").slice(0, 20);
+}
+
+/**
+ * A source's __dirname is where it lies, not where its bundle does (the protos are read from beside
+ * protos/fulfillment.ts). With `refuse`, imports of packages matching it fail the build.
+ * @param {RegExp | undefined} refuse @param {string} why
+ * @returns {import("esbuild").Plugin}
+ */
+function sourcePlugin(refuse, why) {
+  return {
+    name: "source-dirname",
+    setup(build) {
+      build.onLoad({ filter: /\.ts$/ }, (args) => ({
+        contents: fs.readFileSync(args.path, "utf8").replace(/\b__dirname\b/g, JSON.stringify(path.dirname(args.path))),
+        loader: "ts",
+      }));
+      if (refuse) build.onResolve({ filter: refuse }, (args) => ({ errors: [{ text: `${args.importer} loads ${args.path}: ${why}` }] }));
+    },
+  };
+}
+
+/**
+ * Builds `entry` (relative to `root`) into `outFile`, written whole and then renamed into place, so that
+ * processes building the same key at once never read a partial file.
+ * @param {{ root: string, entry: string, outFile: string, externalPackages?: boolean, refuse?: RegExp, refuseWhy?: string }} o
+ */
+async function buildBundle(o) {
+  /** @type {typeof import("esbuild")} */
+  const esbuild = require("esbuild");
+  const tmp = `${o.outFile}.${process.pid}.${crypto.randomBytes(4).toString("hex")}.tmp`;
+  fs.mkdirSync(path.dirname(o.outFile), { recursive: true });
+  try {
+    await esbuild.build({
+      entryPoints: [path.join(o.root, o.entry)], outfile: tmp, bundle: true, platform: "node", format: "cjs",
+      target: `node${process.versions.node.split(".")[0]}`, absWorkingDir: o.root, logLevel: "silent", legalComments: "none",
+      packages: o.externalPackages ? "external" : undefined, plugins: [sourcePlugin(o.refuse, o.refuseWhy ?? "refused")],
+      // The bundle lies in the cache: its packages are resolved from the project, as its sources' were.
+      banner: o.externalPackages ? { js: `var require = require("node:module").createRequire(${JSON.stringify(path.join(o.root, "package.json"))});` } : undefined,
+    });
+    fs.renameSync(tmp, o.outFile);
+  } finally {
+    fs.rmSync(tmp, { force: true });
+  }
+}
+
+module.exports = { bundleKey, buildBundle, cacheDir, sourceFiles };
