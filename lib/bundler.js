@@ -77,7 +77,9 @@ async function buildBundle(o) {
       entryPoints: [path.join(o.root, o.entry)], outfile: tmp, bundle: true, platform: "node", format: "cjs",
       target: `node${process.versions.node.split(".")[0]}`, absWorkingDir: o.root, logLevel: "silent", legalComments: "none",
       packages: o.externalPackages ? "external" : undefined, plugins: [sourcePlugin(o.refuse, o.refuseWhy ?? "refused")],
-      // The bundle lies in the cache: its packages are resolved from the project, as its sources' were.
+      // The bundle lies in the cache: its packages are resolved from the project, as its sources' were. A
+      // dynamic import() would resolve from the bundle's own path, so it becomes a require() as well.
+      supported: o.externalPackages ? { "dynamic-import": false } : undefined,
       banner: o.externalPackages ? { js: `var require = require("node:module").createRequire(${JSON.stringify(path.join(o.root, "package.json"))});` } : undefined,
     });
     fs.renameSync(tmp, o.outFile);

@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { cliCommand, NODE_HEAP_FLAGS } from "../../cli/command";
-import { bundleKey } from "../../lib/bundler";
+import { buildBundle, bundleKey } from "../../lib/bundler";
 import { PROJECT_ROOT } from "../../stack/toolchain";
 
 const LAUNCH = path.join(PROJECT_ROOT, "cli", "launch.js");
@@ -44,6 +44,14 @@ describe("cli/launch.js", () => {
     expect(fromSources.stdout).toContain("preview <order>");
     expect(loaded(fromSources.stderr)).toEqual(expect.arrayContaining([expect.stringMatching(/node_modules\/ts-node\//)]));
     fs.rmSync(file);
+  });
+
+  it("a bundle lying outside the project resolves its packages from the project, dynamic imports included", async () => {
+    const outFile = path.join(cache, "elsewhere", "fixture.js");
+    await buildBundle({ root: path.join(PROJECT_ROOT, "tests", "fixtures", "bundle-root"), entry: "main.ts", outFile, externalPackages: true });
+    const fixture = require(outFile) as { packagesLoaded(): Promise<string[]> };
+    // __dirname is the source's directory, not the bundle's.
+    expect(await fixture.packagesLoaded()).toEqual(["function", "function", "bundle-root"]);
   });
 
   it("bin/baremetal-workers, the image's entry point and the project's scripts start it with the same V8 heap flags", () => {

@@ -166,7 +166,9 @@ describe("three reconcilers share the hub's orders through shard Leases and one 
       const by = new Set<string>();
       for (const [id, r] of replicas) {
         const lines = logLines(r);
-        for (const l of lines.filter((x) => x.msg === "reconciled" && x.order === `${ns}/${o.name}`)) {
+        // A reconcile that found no order ("gone") read nothing and acted on nothing: it claims an order
+        // only once it has read one.
+        for (const l of lines.filter((x) => x.msg === "reconciled" && x.order === `${ns}/${o.name}` && x.action !== "gone")) {
           by.add(id);
           const began = l.time - (l.durationMs ?? 0);
           if (!heldDuring(lines, shardOfOrder(o), began, l.time)) {
