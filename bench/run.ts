@@ -204,13 +204,23 @@ class Reconciler {
     return by;
   }
 
-  /** The reconciler's fulfillment calls so far, from its /metrics. */
-  async fulfillmentCallsTotal(): Promise<number> {
+  /** The reconciler's /metrics: every sample's value by name, summed over its labels. */
+  private async metrics(): Promise<Map<string, number>> {
     this.poll();
     if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
     const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
-    return text.split("\n").filter((l) => l.startsWith("bmw_fulfillment_calls_total"))
-      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+    const byName = new Map<string, number>();
+    for (const l of text.split("\n")) {
+      if (l.startsWith("#") || !l.trim()) continue;
+      const name = l.slice(0, l.search(/[{ ]/));
+      byName.set(name, (byName.get(name) ?? 0) + Number(l.slice(l.lastIndexOf(" ") + 1)));
+    }
+    return byName;
+  }
+
+  /** The reconciler's fulfillment calls so far. */
+  async fulfillmentCallsTotal(): Promise<number> {
+    return (await this.metrics()).get("bmw_fulfillment_calls_total") ?? 0;
   }
 
   /** The end of the first `up` of `order` ("ns/name") logged after `after`. */
@@ -223,11 +233,9 @@ class Reconciler {
 
   /** The V8 heap and external memory, from the reconciler's default process metrics. */
   async heapMiB(): Promise<{ used: number; total: number; external: number }> {
-    this.poll();
-    if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
-    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
-    const value = (name: string) => Number(/^\S+ (\S+)$/.exec(text.split("\n").find((l) => l.startsWith(`${name} `)) ?? "")?.[1] ?? NaN) / 2 ** 20;
-    return { used: value("bmw_nodejs_heap_size_used_bytes"), total: value("bmw_nodejs_heap_size_total_bytes"), external: value("bmw_nodejs_external_memory_bytes") };
+    const m = await this.metrics();
+    const mib = (name: string) => (m.get(name) ?? NaN) / 2 ** 20;
+    return { used: mib("bmw_nodejs_heap_size_used_bytes"), total: mib("bmw_nodejs_heap_size_total_bytes"), external: mib("bmw_nodejs_external_memory_bytes") };
   }
 
   rssKiB(): number {

@@ -8,26 +8,36 @@ export function settingsFileOf(workDir: string, stackName: string): string {
   return path.join(workDir, `Pulumi.${stackName}.yaml`);
 }
 
-/**
- * A config value as written in a stack settings file: known when the file is absent or parses and the
- * key is missing (no value) or a plain string; unknown (ask the CLI) for secrets, objects or bad YAML.
- */
-export function plainSettingsValue(file: string, fullKey: string): { known: boolean; value?: string } {
-  if (!fs.existsSync(file)) return { known: true };
-  let doc: unknown;
+/** A settings file's YAML: null when the file is absent, undefined when it does not parse. */
+function readSettings(file: string): unknown {
+  if (!fs.existsSync(file)) return null;
   try {
-    doc = yaml.load(fs.readFileSync(file, "utf8"));
+    return yaml.load(fs.readFileSync(file, "utf8")) ?? {};
   } catch {
-    return { known: false };
+    return undefined;
   }
+}
+
+/** The key's plain value in a parsed settings file, as plainSettingsValue describes. */
+function plainValueIn(doc: unknown, fullKey: string): { known: boolean; value?: string } {
+  if (doc === null) return { known: true };
+  if (typeof doc !== "object" || doc === undefined || Array.isArray(doc)) return { known: false };
   // A stack settings file that imports an environment gets values from elsewhere too.
-  if ((doc as { environment?: unknown } | null)?.environment !== undefined) return { known: false };
-  const config = (doc as { config?: unknown } | null)?.config;
+  if ((doc as { environment?: unknown }).environment !== undefined) return { known: false };
+  const config = (doc as { config?: unknown }).config;
   if (config === undefined || config === null) return { known: true };
   if (typeof config !== "object") return { known: false };
   const v = (config as Record<string, unknown>)[fullKey];
   if (v === undefined) return { known: true };
   return typeof v === "string" ? { known: true, value: v } : { known: false };
+}
+
+/**
+ * A config value as written in a stack settings file: known when the file is absent or parses and the
+ * key is missing (no value) or a plain string; unknown (ask the CLI) for secrets, objects or bad YAML.
+ */
+export function plainSettingsValue(file: string, fullKey: string): { known: boolean; value?: string } {
+  return plainValueIn(readSettings(file), fullKey);
 }
 
 /**
@@ -37,12 +47,12 @@ export function plainSettingsValue(file: string, fullKey: string): { known: bool
  * writes the passphrase's salt there, and a file without it would be a different secrets setup.
  */
 export function writePlainSettingsValue(file: string, fullKey: string, value: string): boolean {
-  if (!fs.existsSync(file) || !plainSettingsValue(file, fullKey).known) return false;
-  const doc = (yaml.load(fs.readFileSync(file, "utf8")) ?? {}) as Record<string, unknown>;
-  if (typeof doc !== "object" || Array.isArray(doc)) return false;
-  doc.config = { ...((doc.config as Record<string, unknown> | undefined) ?? {}), [fullKey]: value };
+  const doc = readSettings(file);
+  if (doc === null || !plainValueIn(doc, fullKey).known) return false;
+  const settings = doc as Record<string, unknown>;
+  settings.config = { ...((settings.config as Record<string, unknown> | null | undefined) ?? {}), [fullKey]: value };
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, yaml.dump(doc, { lineWidth: -1 }));
+  fs.writeFileSync(tmp, yaml.dump(settings, { lineWidth: -1 }));
   fs.renameSync(tmp, file);
   return true;
 }
