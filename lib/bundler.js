@@ -88,4 +88,4 @@ async function buildBundle(o) {
   }
 }
 
-module.exports = { bundleKey, buildBundle, cacheDir, sourceFiles };
+module.exports = { bundleKey, buildBundle, cacheDir };
