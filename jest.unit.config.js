@@ -13,6 +13,8 @@ const UNIT_TESTS = [
   "tests/controller/hubInFlight.test.ts",
   "tests/controller/shards.test.ts",
   "tests/controller/settledProperty.test.ts",
+  "tests/controller/settledStore.test.ts",
+  "tests/io/hubDigest.test.ts",
   "tests/providers/checkDiff.test.ts",
   "tests/providers/markedLines.test.ts",
   "tests/providers/hostModules.test.ts",

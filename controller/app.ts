@@ -17,6 +17,8 @@ import { listOrderBmiDigests } from "../io/orderBmiDigests";
 import { hubCapped, observeHubInFlight } from "../io/hubInFlight";
 import { HubLedger } from "./hubLedger";
 import { pinKey, SettledOrders } from "./settledOrders";
+import { StateStoreSettled } from "./settledStore";
+import { listHubDigests } from "../io/hubDigest";
 import {
   reconcileOrder, type OrderMemory, type ReconcileDeps, type ReconcileResult, type StackRunner, type WorkerDurations,
 } from "./reconcile";
@@ -127,10 +129,16 @@ export class App {
     });
     this.stateDir = s.stateDir;
     this.stacks = this.stackManager({ workDir: s.workDir, stateDir: s.backendUrl ? undefined : this.stateDir, backendUrl: s.backendUrl });
+    const store = this.stacks.store;
     this.settled = new SettledOrders({
       listBmiDigests: () => listOrderBmiDigests(this.fulfillment),
+      listHubDigests: () => listHubDigests(this.kube),
       pinOf: async (ref) => pinKey(await this.runner().pin(ref)),
       resyncMs: s.resyncIntervalMs,
+      ...(store ? { store: new StateStoreSettled(store) } : {}),
+      context: () => crypto.createHash("sha256")
+        .update(JSON.stringify([this.runner().programDigest(), s.resyncIntervalMs, s.refreshIntervalMs])).digest("hex"),
+      ...(opts.log ? { log: (msg: string, fields?: Record<string, unknown>) => opts.log?.(msg, fields) } : {}),
     });
   }
 

@@ -44,7 +44,7 @@ export interface LoopOptions {
    * Settled orders (controller/settledOrders.ts): a timer pass skips the reconcile of an order still
    * settled; every other cause of a reconcile (a watch event, a requeue) ends its settled state first.
    */
-  settled?: Pick<SettledOrders, "beginPass" | "check" | "invalidate" | "forget">;
+  settled?: Pick<SettledOrders, "beginPass" | "check" | "invalidate" | "forget" | "watchesStarted">;
   /** A timer pass found the order settled (skipped, no reconcile), or why it did not. */
   onSettledCheck?: (ref: OrderRef, outcome: "settled" | SettledMiss) => void;
 }
@@ -100,7 +100,8 @@ export class ReconcileLoop {
   async start(): Promise<void> {
     await this.tick();
     this.timer = setInterval(() => void this.tick(), this.opts.intervalMs ?? 60_000);
-    this.startWatches();
+    const watching = this.startWatches();
+    this.opts.settled?.watchesStarted(watching);
   }
 
   stop(): void {
@@ -201,27 +202,33 @@ export class ReconcileLoop {
     }
   }
 
-  private startWatches(): void {
+  /** Resolves once every kind's watch has the version it starts from: any later change reaches enqueue. */
+  private startWatches(): Promise<void> {
     const watched: [string, string][] = [
       ["ClusterOrder", "/apis/osac.openshift.io/v1alpha1/clusterorders"],
       ["Agent", "/apis/agent-install.openshift.io/v1beta1/agents"],
       ["NodePool", "/apis/hypershift.openshift.io/v1beta1/nodepools"],
       ["InfraEnv", "/apis/agent-install.openshift.io/v1beta1/infraenvs"],
     ];
-    for (const [kind, path] of watched) this.startWatch(kind, path);
+    return Promise.all(watched.map(([kind, path]) => this.startWatch(kind, path))).then(() => undefined);
   }
 
   /**
    * Starts the watch of one kind from the collection's current resourceVersion: the tick has just
    * enqueued every order, so replaying every existing object as ADDED would only enqueue them again.
    */
-  private startWatch(kind: string, path: string): void {
-    if (this.stopped) return;
-    this.opts.kube.collectionVersion(path).then((rv) => this.watch(kind, path, rv), (err: unknown) => {
-      if (this.stopped) return;
-      this.opts.log("warn", `listing ${kind} for its watch failed; retrying`, loggableError(err));
-      setTimeout(() => this.startWatch(kind, path), 2_000);
-    });
+  private async startWatch(kind: string, path: string): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const rv = await this.opts.kube.collectionVersion(path);
+        this.watch(kind, path, rv);
+        return;
+      } catch (err) {
+        if (this.stopped) return;
+        this.opts.log("warn", `listing ${kind} for its watch failed; retrying`, loggableError(err));
+        await new Promise((r) => setTimeout(r, 2_000));
+      }
+    }
   }
 
   /**
@@ -324,7 +331,7 @@ export class ReconcileLoop {
     try {
       const settled = await this.settledResult(k, ref);
       const result = settled ?? await this.opts.reconcile(ref);
-      if (result.action === "gone") this.opts.settled?.forget(ref);
+      if (result.action === "gone" || result.action === "deleted") this.opts.settled?.forget(ref, { stored: true });
       this.backoff.delete(k);
       this.opts.onResult?.(ref, result, Date.now() - started);
       if (result.requeueAt) this.enqueue(ref, Math.max(result.requeueAt.getTime(), Date.now() + 1_000), { keepSettled: true });

@@ -22,7 +22,7 @@ import { pinKey, type SettleToken, unsettledReason } from "./settledOrders";
 import {
   clockOf, orderKey, type Observed, type OrderMemory, type ReconcileDeps, type ReconcileResult, type UpResult,
 } from "./reconcileDeps";
-import { type AnnotationChanges, failureEvents, progressReports, recordFailure, reportLatest } from "./report";
+import { type AnnotationChanges, failureEvents, progressReports, recordFailure, reportLatest, TENANT_ANNOTATION } from "./report";
 
 export type {
   OrderMemory, ReconcileDeps, ReconcileResult, StackRunner, UpOptions, UpResult, WorkerDurations,
@@ -166,9 +166,13 @@ function recordIfSettled(deps: ReconcileDeps, token: SettleToken, mem: OrderMemo
   const every = deps.refreshIntervalMs ?? 3_600_000;
   const due = [every > 0 && mem.lastRefreshAt !== undefined ? mem.lastRefreshAt + every : NaN, Date.parse(plan.requeueAt ?? "")]
     .filter(Number.isFinite);
+  const order = snapshot.order;
   deps.settled.record(token, {
-    resourceVersion: snapshot.order.metadata.resourceVersion ?? "", bmiDigest: bmiDigest(snapshot.bmis), pin: pinKey(observed.pin),
+    resourceVersion: order.metadata.resourceVersion ?? "", bmiDigest: bmiDigest(snapshot.bmis), pin: pinKey(observed.pin),
     ...(due.length ? { dueAt: Math.min(...due) } : {}), plan,
+    uid: order.metadata.uid, hubDigest: observed.observation.hubDigest,
+    gauges: { tenant: order.metadata.annotations?.[TENANT_ANNOTATION] ?? "unknown", desired: plan.status.desiredWorkers,
+      ready: plan.status.readyWorkers, failed: plan.status.workers.filter((w) => w.phase === "Failed").length },
   });
 }
 

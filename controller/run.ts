@@ -62,10 +62,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
     },
     reconcile: countedReconcile(app, metrics, counts, log, opts.mode === "observe", (ref) => elector.ownership?.shardOfRef(ref)),
     ...(app.settled.enabled && opts.mode !== "observe" ? { settled: app.settled } : {}),
-    onSettledCheck: (ref, outcome) => {
-      metrics.countSettledCheck(outcome);
-      log.debug({ order: `${ref.namespace}/${ref.name}`, outcome }, "settled check");
-    },
+    onSettledCheck: settledCheckObserver(app, metrics, counts, log),
   });
   const kc = loadKubeConfig(app.settings.kubeconfigPath);
   const health = await startHealthServer({
@@ -76,6 +73,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir, mode: opts.mode, shards: opts.shards },
     "reconciler started");
   elector.start();
+  if (app.settled.enabled && opts.mode !== "observe") await restoreSettled(app, log);
   await loop.start();
   await (opts.until ?? untilSignal());
   log.info("stopping: finishing running updates");
@@ -84,6 +82,26 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   await elector.stop();
   await health.close();
   app.close();
+}
+
+/** Orders settled before this process started (controller/settledStore.ts), each compared with the hub in its first check. */
+async function restoreSettled(app: App, log: Logger): Promise<void> {
+  const restored = await app.settled.restore();
+  if (restored.length) log.info({ orders: restored.length }, "settled records restored; each is compared with the hub in its first check");
+}
+
+/** Counts each settled check; an order settled before a restart gets its worker gauges from its stored record. */
+function settledCheckObserver(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger) {
+  return (ref: OrderRef, outcome: string): void => {
+    metrics.countSettledCheck(outcome);
+    const k = `${ref.namespace}/${ref.name}`;
+    log.debug({ order: k, outcome }, "settled check");
+    const gauges = outcome === "settled" && !counts.has(k) ? app.settled.gauges(ref) : undefined;
+    if (gauges) {
+      counts.set(k, gauges);
+      metrics.setWorkerGauges(counts.values());
+    }
+  };
 }
 
 function untilSignal(): Promise<void> {

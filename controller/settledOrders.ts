@@ -10,16 +10,33 @@
 //     or its resync time came (catches what nothing here watches: the ClusterDeployment, the catalog,
 //     the disk image).
 // A settled check only ever skips a reconcile; it never plans, writes or deletes anything.
+//
+// A record also goes to a store (settledStore.ts) so that a restarted reconciler need not observe every
+// order again. Nothing watched the hub for it while no process ran, so a restored record holds only after
+// one more comparison, in its first check: the versions of the order's Agents, InfraEnvs and NodePools in
+// one hub-wide metadata listing (io/hubDigest.ts) against those its observation read. Records of another
+// program, planner configuration or resync setting (the context) are not restored.
 import * as crypto from "node:crypto";
 import type { OrderRef } from "../io/observe";
 import { bmiDigest } from "../io/orderBmiDigests";
 import type { Pin } from "../planner/pin";
 import type { ClusterOrder, Plan } from "../planner/types";
+import type { OrderIdentity } from "../io/hubDigest";
 import { orderKey } from "./reconcileDeps";
+import type { OrderWorkerCounts } from "./metrics";
+import type { SettledStore, StoredSettled } from "./settledStore";
 
 export interface SettledOrdersOptions {
   /** The hub's BMIs, digested per order uid; listed at most once per pass. */
   listBmiDigests: () => Promise<Map<string, string>>;
+  /** The hub's watched objects, digested per order (io/hubDigest.ts); listed at most once per pass, only for restored records. */
+  listHubDigests?: () => Promise<(order: OrderIdentity) => string>;
+  /** Where records outlive the process; none: a restarted process starts with no order settled. */
+  store?: SettledStore;
+  /** What a record holds only under (program, planner configuration, resync setting): records of another context are not restored. */
+  context?: () => string;
+  /** Told when the store fails (a record not kept only costs one observation after a restart). */
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
   /** The order's rollback pin, as a comparable string ("" for none). */
   pinOf: (ref: OrderRef) => Promise<string>;
   /** Longest time an order stays settled without a full reconcile (0: never settled). */
@@ -35,10 +52,18 @@ export interface SettledObservation {
   /** When the order must be reconciled in full anyway: its periodic refresh, its plan's requeue time (undefined: never). */
   dueAt?: number;
   plan: Plan;
+  /** For the store: the order's uid, its hub objects' digest and its worker gauges. Without a hub digest nothing is stored. */
+  uid?: string;
+  hubDigest?: string;
+  gauges?: OrderWorkerCounts;
 }
 
-interface Settled extends SettledObservation {
+interface Settled extends Omit<SettledObservation, "plan" | "dueAt"> {
   until: number;
+  /** Absent for a restored record. */
+  plan?: Plan;
+  /** A restored record whose hub digest is still to be compared. */
+  unverified?: boolean;
 }
 
 /** Held by a reconcile from its start: recording succeeds only if nothing invalidated the order since. */
@@ -47,7 +72,8 @@ export interface SettleToken {
   epoch: number;
 }
 
-export type SettledMiss = "none" | "expired" | "order-changed" | "bmis-changed" | "bmis-unreadable" | "pin-changed";
+export type SettledMiss = "none" | "expired" | "order-changed" | "bmis-changed" | "bmis-unreadable" | "pin-changed" |
+  "hub-changed" | "hub-unreadable";
 
 /**
  * Why a reconcile's outcome does not leave the order settled, or undefined when it does: it skipped because
@@ -73,6 +99,8 @@ export class SettledOrders {
   private readonly settled = new Map<string, Settled>();
   private readonly epochs = new Map<string, number>();
   private passDigests?: Promise<Map<string, string> | undefined>;
+  private passHub?: Promise<((order: OrderIdentity) => string) | undefined>;
+  private watching: Promise<boolean> = Promise.resolve(false);
   private readonly now: () => number;
 
   constructor(private readonly opts: SettledOrdersOptions) {
@@ -83,9 +111,13 @@ export class SettledOrders {
     return this.opts.resyncMs > 0;
   }
 
-  /** A new timer pass: the next check lists the hub's BMIs again. */
+  /** A new timer pass: the next check lists the hub's BMIs (and, for a restored record, its objects) again. */
   beginPass(): void {
     this.passDigests = undefined;
+    this.passHub = undefined;
+    // Restored records of orders no pass has listed (deleted while no process ran) end when they expire.
+    const now = this.now();
+    for (const [key, s] of this.settled) if (s.unverified && now >= s.until) this.settled.delete(key);
   }
 
   /** The order's world may have moved: it is not settled, and a reconcile already running cannot settle it. */
@@ -95,9 +127,28 @@ export class SettledOrders {
     this.epochs.set(key, (this.epochs.get(key) ?? 0) + 1);
   }
 
-  forget(ref: OrderRef): void {
-    this.settled.delete(orderKey(ref));
-    this.epochs.delete(orderKey(ref));
+  /** The order is gone (or another replica's): nothing of it is kept; `stored` also removes its stored record. */
+  forget(ref: OrderRef, opts: { stored?: boolean } = {}): void {
+    const key = orderKey(ref);
+    this.settled.delete(key);
+    this.epochs.delete(key);
+    if (opts.stored) {
+      this.opts.store?.remove(key).catch((err: unknown) => this.opts.log?.("a settled record could not be removed", { order: key, err: String(err) }));
+    }
+  }
+
+  /**
+   * The loop's watches have the versions they start from once `started` resolves. A restored record is
+   * compared only with a hub listing made after that, so that no change falls between the listing and the
+   * watches; until then (at most WATCH_WAIT_MS per check) it does not hold.
+   */
+  watchesStarted(started: Promise<void>): void {
+    this.watching = started.then(() => true);
+  }
+
+  /** The worker gauges the order's settled record holds. */
+  gauges(ref: OrderRef): OrderWorkerCounts | undefined {
+    return this.settled.get(orderKey(ref))?.gauges;
   }
 
   /** Taken when a full reconcile starts; it ends the order's settled state. */
@@ -112,24 +163,93 @@ export class SettledOrders {
     if (!this.enabled || (this.epochs.get(token.key) ?? 0) !== token.epoch) return false;
     const now = this.now();
     const resyncAt = now + spread(token.key, this.opts.resyncMs);
-    this.settled.set(token.key, { ...seen, until: Math.min(resyncAt, seen.dueAt ?? Infinity) });
+    const { dueAt, ...kept } = seen;
+    const entry: Settled = { ...kept, until: Math.min(resyncAt, dueAt ?? Infinity) };
+    this.settled.set(token.key, entry);
+    this.persist(token.key, entry);
     return true;
+  }
+
+  /**
+   * Loads the stored records of this context that have not expired, each to be verified against the hub in
+   * its first check. Returns them (e.g. for the worker gauges). A store that cannot be read restores nothing.
+   */
+  async restore(): Promise<StoredSettled[]> {
+    if (!this.enabled || !this.opts.store) return [];
+    let stored: StoredSettled[];
+    try {
+      stored = await this.opts.store.load();
+    } catch (err) {
+      this.opts.log?.("settled records could not be read; every order is observed once", { err: String(err) });
+      return [];
+    }
+    const now = this.now();
+    const fresh = stored.filter((r) => r.context === this.context() && r.until > now && !this.settled.has(r.key));
+    for (const r of fresh) {
+      const { key, context: _context, ...seen } = r;
+      this.settled.set(key, { ...seen, unverified: true });
+    }
+    return fresh;
+  }
+
+  private contextKey?: string;
+  private context(): string {
+    return (this.contextKey ??= this.opts.context?.() ?? "");
+  }
+
+  private persist(key: string, entry: Settled): void {
+    const store = this.opts.store;
+    if (!store || entry.hubDigest === undefined || entry.uid === undefined || !Number.isFinite(entry.until)) return;
+    const { plan: _plan, unverified: _unverified, ...seen } = entry;
+    store.save({ ...seen, uid: entry.uid, hubDigest: entry.hubDigest, key, context: this.context() })
+      .catch((err: unknown) => this.opts.log?.("a settled record could not be stored", { order: key, err: String(err) }));
   }
 
   /**
    * The settled plan when the order, as the tick listed it, is still settled; otherwise why not. The
    * reconcile that follows a miss starts with begin(), which ends the settled state.
    */
-  async check(ref: OrderRef, listed: Pick<ClusterOrder, "metadata">): Promise<{ plan: Plan } | { miss: SettledMiss }> {
+  async check(ref: OrderRef, listed: Pick<ClusterOrder, "metadata">): Promise<{ plan: Plan | undefined } | { miss: SettledMiss }> {
     const s = this.settled.get(orderKey(ref));
     if (!s) return { miss: "none" };
     if (this.now() >= s.until) return { miss: "expired" };
     if (listed.metadata.resourceVersion !== s.resourceVersion) return { miss: "order-changed" };
+    if (s.unverified && listed.metadata.uid !== s.uid) return { miss: "order-changed" };
     const digests = await (this.passDigests ??= this.opts.listBmiDigests().catch(() => undefined));
     if (!digests) return { miss: "bmis-unreadable" };
     if ((digests.get(listed.metadata.uid) ?? EMPTY_DIGEST) !== s.bmiDigest) return { miss: "bmis-changed" };
     if ((await this.opts.pinOf(ref)) !== s.pin) return { miss: "pin-changed" };
+    if (s.unverified) {
+      const miss = await this.verifyHub(ref, listed.metadata.uid, s);
+      if (miss) return { miss };
+    }
     return { plan: s.plan };
+  }
+
+  /** A restored record's one comparison with the hub as it is now (the watches tell of every change after this). */
+  private async verifyHub(ref: OrderRef, uid: string, s: Settled): Promise<SettledMiss | undefined> {
+    const list = this.opts.listHubDigests;
+    if (!list || !(await within(this.watching, WATCH_WAIT_MS))) return "hub-unreadable";
+    const digestOf = await (this.passHub ??= list().catch(() => undefined));
+    if (!digestOf) return "hub-unreadable";
+    if (digestOf({ namespace: ref.namespace, name: ref.name, uid }) !== s.hubDigest) return "hub-changed";
+    s.unverified = false;
+    return undefined;
+  }
+}
+
+const WATCH_WAIT_MS = 10_000;
+
+/** The promise's value, or false when it has not resolved within `ms`. */
+async function within(p: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

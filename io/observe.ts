@@ -13,6 +13,7 @@ import { confirmOrderBmis, SystemTenantInvisibleError } from "./orderBmis";
 import { type FulfillmentTally, instanceTypeInfo, loadSharedCatalog } from "./sharedCatalog";
 import type { AgentObject, HubReader } from "../clients/kube";
 import { hubCapped, othersInFlight } from "./hubInFlight";
+import { orderHubDigest } from "./hubDigest";
 import { INFRAENV_AGENT_LABEL, INFRAENV_UID_ANNOTATION, infraEnvName, NODE_SET_LABEL, ORDER_LABEL } from "../planner/names";
 import type {
   ClusterOrder, DiskImageResolution, IgnitionFetch, InFlight, InstanceTypeInfo, ObservedAgent, ObservedBmi, ObservedInfraEnv,
@@ -69,6 +70,8 @@ export interface Observation {
   fulfillmentCalls: number;
   /** What the default snapshot.newName derives from (incarnationNames.ts); a plan elsewhere of this observation uses it. */
   nameSeed: string;
+  /** The versions of the hub objects read for the order (io/hubDigest.ts), what a settled record holds. */
+  hubDigest?: string;
 }
 
 export class OrderNotFoundError extends Error {
@@ -244,6 +247,8 @@ interface HubObjects {
   /** Those of the order's HostedCluster (all of the namespace before it is known). */
   nodePools: Awaited<ReturnType<HubReader["listNodePools"]>>;
   clusterDeployment: Snapshot["clusterDeployment"];
+  /** The versions of the InfraEnvs, Agents and NodePools read (all of them, before any filter). */
+  digest: string;
 }
 
 /** Reads the order's InfraEnv, Agents, NodePools and ClusterDeployment from the hub, all at once. */
@@ -260,6 +265,8 @@ async function readHubObjects(kube: HubReader, order: ClusterOrder, ns: string):
   return {
     infraEnvs, infraEnv: ownedInfraEnv(infraEnvs, order), agents, nodePools: nodePoolsOfCluster(nodePools, hc?.hostedClusterName),
     clusterDeployment: cd?.metadata?.name ? { name: cd.metadata.name, namespace: cd.metadata.namespace ?? ns } : undefined,
+    digest: orderHubDigest({ namespace: ns, name: order.metadata.name, uid: order.metadata.uid },
+      { agents: agents.map((a) => a.metadata), infraEnvs: infraEnvs.map((i) => i.metadata), nodePools: nodePools.map((n) => n.metadata) }),
   };
 }
 
@@ -356,6 +363,6 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
   };
   return {
     snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError: reading.catalogItemError,
-    fulfillmentCalls: reading.calls, nameSeed: nameSeed(order),
+    fulfillmentCalls: reading.calls, nameSeed: nameSeed(order), hubDigest: hub.digest,
   };
 }

@@ -61,8 +61,8 @@ export class StackManager {
   private readonly selection = new KeyedMutex();
   readonly historyRetention: number;
   private readonly stateSize?: StateSize;
-  /** The backend's blobs (file and postgres:// backends), for locks, retention and size. */
-  private readonly store?: StateStore;
+  /** The backend's blobs (file and postgres:// backends), for locks, retention, size and the loop's settled records. */
+  readonly store?: StateStore;
   private readonly processes: LeaderProcesses;
   private readonly inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
 

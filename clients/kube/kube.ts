@@ -13,7 +13,7 @@ import { validClusterOrder } from "./clusterOrder";
 import { classifyKubeError, isConflict, isNotFound, KubeError } from "./errors";
 import { fieldManagerConflicts, withoutFields } from "./fieldConflicts";
 import type {
-  AgentObject, AgentPatch, ClusterDeploymentObject, EventInput, InfraEnvObject, LeaseObject, NodePoolObject, ObjectRef,
+  AgentObject, AgentPatch, ClusterDeploymentObject, EventInput, InfraEnvObject, LeaseObject, NodePoolObject, ObjectMeta, ObjectRef,
   WatchEventType,
 } from "./types";
 
@@ -33,6 +33,8 @@ type KindInfo = (typeof KINDS)[keyof typeof KINDS];
 const apiVersionOf = (k: KindInfo) => `${k.group}/${k.version}`;
 const MERGE = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch);
 const APPLY = k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.ServerSideApply);
+/** A list answered as PartialObjectMetadataList: names, labels and versions, no spec or status. */
+const METADATA_ONLY = k8s.setHeaderOptions("Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
 const PAGE = 500;
 /** events.k8s.io limits `note` to 1 KiB. */
 const MAX_NOTE = 1024;
@@ -310,6 +312,11 @@ export class Kube implements HubApi {
     return page.metadata?.resourceVersion;
   }
 
+  /** The metadata of every object of a kind the watches follow, in every namespace (one paged list, no bodies). */
+  async listMetadata(kind: "Agent" | "InfraEnv" | "NodePool"): Promise<ObjectMeta[]> {
+    return (await this.list<{ metadata: ObjectMeta }>(KINDS[kind], undefined, undefined, METADATA_ONLY)).map((o) => o.metadata);
+  }
+
   // ---- helpers ----------------------------------------------------------------------------------
 
   /**
@@ -339,15 +346,16 @@ export class Kube implements HubApi {
     }
   }
 
-  private async list<T>(k: KindInfo, namespace?: string, labelSelector?: string): Promise<T[]> {
+  private async list<T>(k: KindInfo, namespace?: string, labelSelector?: string, options?: ReturnType<typeof k8s.setHeaderOptions>): Promise<T[]> {
     const items: T[] = [];
     let cont: string | undefined;
     do {
-      const page: { items: T[]; metadata?: { continue?: string } } = await this.call(`list ${k.plural}${namespace ? ` in ${namespace}` : ""}`,
+      // An empty PartialObjectMetadataList comes with "items": null.
+      const page: { items: T[] | null; metadata?: { continue?: string } } = await this.call(`list ${k.plural}${namespace ? ` in ${namespace}` : ""}`,
         () => namespace
-          ? this.custom.listNamespacedCustomObject({ ...gvp(k), namespace, labelSelector, limit: PAGE, _continue: cont })
-          : this.custom.listClusterCustomObject({ ...gvp(k), labelSelector, limit: PAGE, _continue: cont }));
-      items.push(...page.items);
+          ? this.custom.listNamespacedCustomObject({ ...gvp(k), namespace, labelSelector, limit: PAGE, _continue: cont }, options)
+          : this.custom.listClusterCustomObject({ ...gvp(k), labelSelector, limit: PAGE, _continue: cont }, options));
+      items.push(...(page.items ?? []));
       cont = page.metadata?.continue || undefined;
     } while (cont);
     return items;

@@ -6,7 +6,10 @@ import * as k8s from "@kubernetes/client-node";
 import {
   ConflictError, ForbiddenError, Kube, loadKubeConfig, NotFoundError, type AgentObject, type NodePoolObject,
 } from "../../clients/kube";
-import { listOrderAgents } from "../../io/observe";
+import { listOrderAgents, observe } from "../../io/observe";
+import { listHubDigests } from "../../io/hubDigest";
+import { defaultPlannerConfig } from "../../planner/config";
+import { fakeFulfillment } from "../fakes/fulfillment";
 import { FIELD_MANAGER, INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { runDir } from "../support/env";
@@ -319,6 +322,27 @@ describe("the Agents observed for an order", () => {
     await newAgent(ns, "unlabelled");
     const names = (await listOrderAgents(kube, order)).map((a) => a.metadata.name).sort();
     expect(names).toEqual(["by-both", "by-infraenv", "by-order", "claimed"]);
+  });
+
+  it("digest alike from the order's observation and from one metadata listing of the hub; a change to one of them moves it", async () => {
+    const ns = await createTestNamespace(kc, "kdig");
+    const order = await newOrder(ns, "order-a");
+    const other = await newOrder(ns, "order-b");
+    const mine = await newAgent(ns, "mine", { [INFRAENV_AGENT_LABEL]: infraEnvName("order-a") });
+    const theirs = await newAgent(ns, "theirs", { [ORDER_LABEL]: other.metadata.uid });
+    const id = { namespace: ns, name: "order-a", uid: order.metadata.uid };
+    const fulfillment = await fakeFulfillment();
+    const observed = async () => (await observe({ kube, fulfillment, config: defaultPlannerConfig() }, id)).hubDigest;
+    const listed = async () => (await listHubDigests(kube))(id);
+    const before = await observed();
+    expect(await listed()).toBe(before);
+    expect((await kube.listMetadata("Agent")).find((m) => m.name === "mine")).toMatchObject({ namespace: ns, resourceVersion: mine.metadata.resourceVersion });
+    await kube.patchAgent(ns, "theirs", { metadata: { labels: { extra: "1" } } }, theirs.metadata.resourceVersion!);
+    expect(await listed()).toBe(before); // another order's Agent
+    await kube.patchAgent(ns, "mine", { metadata: { labels: { extra: "1" } } }, mine.metadata.resourceVersion!);
+    const after = await listed();
+    expect(after).not.toBe(before);
+    expect(await observed()).toBe(after);
   });
 
   it("skips a label value no Agent can carry (an InfraEnv name over 63 characters) instead of failing", async () => {

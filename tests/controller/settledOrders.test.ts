@@ -9,6 +9,7 @@ import { bmiDigest, listOrderBmiDigests } from "../../io/orderBmiDigests";
 import { defaultPlannerConfig } from "../../planner/config";
 import type { Plan, WorkerStatus } from "../../planner/types";
 import { pinKey, SettledOrders, spread, type SettledObservation, unsettledReason } from "../../controller/settledOrders";
+import type { SettledStore, StoredSettled } from "../../controller/settledStore";
 
 const ref = { namespace: "ns", name: "demo" };
 const listed = (resourceVersion = "10", uid = "uid-1") => ({ metadata: { ...ref, uid, resourceVersion } });
@@ -172,5 +173,125 @@ describe("hub-wide BMI digests", () => {
     await admin.bareMetalInstances.update({ ...mine[0], metadata: { ...mine[0].metadata, labels: { ...mine[0].metadata?.labels, extra: "x" } } } as never,
       { updateMask: ["metadata.labels"] });
     expect((await listOrderBmiDigests(admin)).get(ORDER_UID)).not.toBe(digests.get(ORDER_UID));
+  });
+});
+
+describe("SettledOrders across a restart (stored records)", () => {
+  let now = 1_000_000;
+  let hub = "h1";
+  let hubListings = 0;
+  let failHub = false;
+  const blobs = new Map<string, StoredSettled>();
+  const store: SettledStore = {
+    load: async () => [...blobs.values()],
+    save: async (r) => void blobs.set(r.key, r),
+    remove: async (k) => void blobs.delete(k),
+  };
+  const gauges = { tenant: "t1", desired: 2, ready: 2, failed: 0 };
+  const seen = (over: Partial<SettledObservation> = {}): SettledObservation =>
+    ({ resourceVersion: "10", bmiDigest: "d1", pin: "", plan: plan(), uid: "uid-1", hubDigest: "h1", gauges, ...over });
+  const make = (context = "c1", over: Partial<ConstructorParameters<typeof SettledOrders>[0]> = {}) => {
+    const s = new SettledOrders({
+      listBmiDigests: async () => new Map([["uid-1", "d1"]]),
+      listHubDigests: async () => {
+        hubListings++;
+        if (failHub) throw new Error("apiserver unavailable");
+        return (o) => (o.uid === "uid-1" ? hub : "other");
+      },
+      pinOf: async () => "", resyncMs: 600_000, now: () => now, store, context: () => context, ...over,
+    });
+    s.watchesStarted(Promise.resolve());
+    return s;
+  };
+  beforeEach(() => {
+    now = 1_000_000;
+    hub = "h1";
+    hubListings = 0;
+    failHub = false;
+    blobs.clear();
+  });
+
+  it("a new process restores the record and answers settled once the hub's versions match, listing the hub once per pass", async () => {
+    const first = make();
+    first.record(first.begin(ref), seen());
+    expect([...blobs.keys()]).toEqual(["ns/demo"]);
+    const s = make();
+    expect((await s.restore()).map((r) => r.key)).toEqual(["ns/demo"]);
+    expect(s.gauges(ref)).toEqual(gauges);
+    expect(await s.check(ref, listed())).toEqual({ plan: undefined });
+    expect(await s.check(ref, listed())).toEqual({ plan: undefined });
+    expect(hubListings).toBe(1);
+    // Verified once: later passes rely on the watches, as for a record of this process.
+    s.beginPass();
+    expect(await s.check(ref, listed())).toEqual({ plan: undefined });
+    expect(hubListings).toBe(1);
+  });
+
+  it.each<[string, () => void, Partial<ReturnType<typeof listed>["metadata"]>, string]>([
+    ["an Agent, InfraEnv or NodePool of the order changed while no process ran", () => { hub = "h2"; }, {}, "hub-changed"],
+    ["the hub could not be listed", () => { failHub = true; }, {}, "hub-unreadable"],
+    ["the order was deleted and created again under its name", () => undefined, { uid: "uid-2" }, "order-changed"],
+    ["the order changed while no process ran", () => undefined, { resourceVersion: "11" }, "order-changed"],
+  ])("a restored record does not hold when %s", async (_what, change, meta, miss) => {
+    const first = make();
+    first.record(first.begin(ref), seen());
+    const s = make();
+    await s.restore();
+    change();
+    expect(await s.check(ref, { metadata: { ...listed().metadata, ...meta } })).toEqual({ miss });
+  });
+
+  it("verifies a restored record only against a hub listing made after the watches started", async () => {
+    const first = make();
+    first.record(first.begin(ref), seen());
+    const s = make();
+    let started!: () => void;
+    s.watchesStarted(new Promise<void>((resolve) => (started = resolve)));
+    await s.restore();
+    const check = s.check(ref, listed());
+    await new Promise((r) => setTimeout(r, 20));
+    expect(hubListings).toBe(0); // waits for the watches
+    started();
+    expect(await check).toEqual({ plan: undefined });
+    expect(hubListings).toBe(1);
+  });
+
+  it("restores neither a record of another program or setting (context) nor one whose time has come", async () => {
+    const first = make("c1");
+    first.record(first.begin(ref), seen({ dueAt: now + 1_000 }));
+    expect(await make("c2").restore()).toEqual([]);
+    now += 1_000;
+    const s = make("c1");
+    expect(await s.restore()).toEqual([]);
+    expect(await s.check(ref, listed())).toEqual({ miss: "none" });
+  });
+
+  it("stores nothing for a record without the hub's versions, and removes the stored record of an order that is gone", async () => {
+    const s = make();
+    s.record(s.begin(ref), seen({ hubDigest: undefined }));
+    expect(blobs.size).toBe(0);
+    s.record(s.begin(ref), seen());
+    s.forget(ref); // another replica's now: its record stays for whoever restarts
+    expect(blobs.size).toBe(1);
+    s.forget(ref, { stored: true });
+    await Promise.resolve();
+    expect(blobs.size).toBe(0);
+  });
+
+  it("a store that cannot be read restores nothing and says so", async () => {
+    const logged: string[] = [];
+    const s = make("c1", { store: { ...store, load: async () => { throw new Error("disk gone"); } }, log: (m) => logged.push(m) });
+    expect(await s.restore()).toEqual([]);
+    expect(logged).toEqual([expect.stringContaining("could not be read")]);
+  });
+
+  it("drops a restored record no pass listed (its order deleted while no process ran) once it expires", async () => {
+    const first = make();
+    first.record(first.begin(ref), seen());
+    const s = make();
+    await s.restore();
+    now += 600_001;
+    s.beginPass();
+    expect(s.gauges(ref)).toBeUndefined();
   });
 });

@@ -113,6 +113,43 @@ describe("the reconciler on the lab", () => {
     await sound();
   });
 
+  it("a restarted reconciler finds the settled order settled from its stored record; an Agent changed while none ran is observed", async () => {
+    const passes = (r: ReconcilerProcess) => logLines(r.logFile).filter((l) => l.msg === "pass complete");
+    const firstPass = async (r: ReconcilerProcess) => {
+      let lines: Record<string, unknown>[] = [];
+      await eventuallyPasses(async () => {
+        lines = logLines(r.logFile);
+        expect(lines.some((l) => l.msg === "pass complete")).toBe(true);
+      }, 120_000, 500);
+      const end = lines.findIndex((l) => l.msg === "pass complete");
+      return { pass: lines[end], reconciled: lines.slice(0, end).filter((l) => l.msg === "reconciled" && l.order === `${ns}/${name}`), lines };
+    };
+    // Settled again after the previous test's BMI change, then stopped.
+    const a = reconcilers[0];
+    const seen = passes(a).length;
+    await eventuallyPasses(async () => expect(passes(a).slice(seen).some((p) => p.settled === 1)).toBe(true), 60_000, 1_000);
+    await a.stop();
+
+    const b = start("a-restarted");
+    const one = await firstPass(b);
+    expect(one.lines.find((l) => l.msg === "settled records restored")).toMatchObject({ orders: 1 });
+    expect(one.pass).toMatchObject({ orders: 1, settled: 1, ups: 0 });
+    expect(one.reconciled).toEqual([]); // not observed: no reconcile, only the hub-wide listings
+    await b.stop();
+
+    // While no reconciler runs, an Agent of the order changes: the stored record no longer holds.
+    const [agent] = await probe.agents();
+    await t.lab.kubeConfig().makeApiClient(k8s.CustomObjectsApi).patchNamespacedCustomObject({
+      group: "agent-install.openshift.io", version: "v1beta1", plural: "agents", namespace: ns, name: agent,
+      body: { metadata: { labels: { "e2e.example/touched": "1" } } },
+    }, k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    const c = start("a-restarted-2");
+    const two = await firstPass(c);
+    expect(two.pass).toMatchObject({ orders: 1, settled: 0, ups: 0 });
+    expect(two.reconciled).toEqual([expect.objectContaining({ action: "skipped" })]);
+    await sound();
+  });
+
   it("scales up", async () => {
     await probe.setCount(0, 3);
     await converge(4);

@@ -2,7 +2,7 @@
 // no duplicate BMI per slot, no orphaned BMI (every live BMI of the order belongs to a status entry).
 import * as k8s from "@kubernetes/client-node";
 import { Filter, type FulfillmentClient } from "../../clients/fulfillment";
-import { ORDER_LABEL } from "../../planner/names";
+import { INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 
 const GVP = { group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders" };
@@ -23,6 +23,13 @@ export class OrderProbe {
 
   async bmis(uid: string) {
     return this.f.bareMetalInstances.listAll(Filter.labelsMatch({ [ORDER_LABEL]: uid }));
+  }
+
+  /** Names of the Agents of the order's InfraEnv. */
+  async agents(): Promise<string[]> {
+    const list = await this.api.listNamespacedCustomObject({ group: "agent-install.openshift.io", version: "v1beta1", plural: "agents",
+      namespace: this.namespace, labelSelector: `${INFRAENV_AGENT_LABEL}=${infraEnvName(this.name)}` }) as { items: { metadata: { name: string } }[] };
+    return list.items.map((a) => a.metadata.name);
   }
 
   async setCount(index: number, n: number): Promise<void> {
