@@ -11,6 +11,7 @@ import { startPostgres, type PostgresServer } from "../../lab/postgres";
 import { checkpointExists, clearStaleLocks, pendingOperationsOf, readLocks, stackLockKeys } from "../../stack/locks";
 import { historyKeys } from "../../stack/stateRetention";
 import { FileStateStore, PostgresStateStore, type StateStore } from "../../stack/stateStore";
+import { StateStoreSettled, type StoredSettled } from "../../controller/settledStore";
 import { runDir } from "../support/env";
 import { eventually } from "../support/eventually";
 import { alive } from "../../lab/processes";
@@ -96,6 +97,34 @@ describe("the stack layer on the postgres:// backend", () => {
       const onFiles = await exercise(new FileStateStore(tmp));
       expect(onFiles).toHaveLength(4);
       expect(await exercise(other)).toEqual(onFiles);
+    } finally {
+      await other.close();
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it("keeps the loop's settled records as the file store does", async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-settled-"));
+    const other = new PostgresStateStore(pg.url.replace("?", "?table=settled_contract&"));
+    const db = new Client({ connectionString: pg.url });
+    await db.connect();
+    await db.query("CREATE TABLE settled_contract (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())");
+    await db.end();
+    const record = (key: string, rv: string): StoredSettled => ({ key, uid: `u-${key}`, resourceVersion: rv, bmiDigest: "b", hubDigest: "h",
+      pin: "", until: 2_000_000_000_000, context: "c", gauges: { tenant: "t", desired: 2, ready: 2, failed: 0 } });
+    const exerciseSettled = async (st: StateStore) => {
+      const settled = new StateStoreSettled(st);
+      await settled.save(record("ns-a/o1", "1"));
+      await settled.save(record("ns-a/o_2", "1"));
+      await settled.save(record("ns-b/o1", "1"));
+      await settled.save(record("ns-a/o1", "2"));
+      await settled.remove("ns-b/o1");
+      return (await settled.load()).sort((x, y) => (x.key < y.key ? -1 : 1));
+    };
+    try {
+      const onFiles = await exerciseSettled(new FileStateStore(tmp));
+      expect(onFiles.map((r) => `${r.key}@${r.resourceVersion}`)).toEqual(["ns-a/o1@2", "ns-a/o_2@1"]);
+      expect(await exerciseSettled(other)).toEqual(onFiles);
     } finally {
       await other.close();
       fs.rmSync(tmp, { recursive: true, force: true });
