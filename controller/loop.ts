@@ -4,7 +4,7 @@
 // order whose reconciles keep failing is retried with exponential backoff, so that it cannot hold a
 // pulumi slot for ever.
 import { KubeError, type HubApi } from "../clients/kube";
-import { INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../planner/names";
+import { INFRAENV_AGENT_LABEL, infraEnvName, NODEPOOL_ORDER_LABEL, ORDER_LABEL } from "../planner/names";
 import { isNotLeaderError } from "../lib/notLeader";
 import type { OrderRef } from "../io/observe";
 import type { ReconcileResult } from "./reconcile";
@@ -192,7 +192,7 @@ export class ReconcileLoop {
         return ie?.endsWith("-infraenv") ? { namespace: ns, name: ie.slice(0, -"-infraenv".length) } : undefined;
       }
       case "NodePool":
-        return labels["osac.openshift.io/clusterorder"] ? { namespace: ns, name: labels["osac.openshift.io/clusterorder"] } : undefined;
+        return labels[NODEPOOL_ORDER_LABEL] ? { namespace: ns, name: labels[NODEPOOL_ORDER_LABEL] } : undefined;
       case "InfraEnv": {
         const owner = (obj.metadata?.ownerReferences ?? []).find((o) => o.kind === "ClusterOrder");
         return owner?.name ? { namespace: ns, name: owner.name } : undefined;

@@ -7,6 +7,8 @@ export const ORDER_LABEL = "osac.openshift.io/cluster-order";
 export const OWNER_ANNOTATION = "osac.openshift.io/owner-reference";
 export const WORKER_NAME_LABEL = "osac.openshift.io/worker-name";
 export const NODE_SET_LABEL = "osac.openshift.io/node-set";
+/** The order's name on its hosted cluster's NodePools (set by the osac-operator). */
+export const NODEPOOL_ORDER_LABEL = "osac.openshift.io/clusterorder";
 export const AGENT_BAREMETAL_LABEL = "agentBareMetal";
 export const INFRAENV_AGENT_LABEL = "infraenvs.agent-install.openshift.io";
 export const INFRAENV_UID_ANNOTATION = "osac.openshift.io/infraenv-uid";
