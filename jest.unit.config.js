@@ -15,6 +15,7 @@ const UNIT_TESTS = [
   "tests/controller/settledProperty.test.ts",
   "tests/controller/settledStore.test.ts",
   "tests/io/hubDigest.test.ts",
+  "tests/io/unwatched.test.ts",
   "tests/providers/checkDiff.test.ts",
   "tests/providers/markedLines.test.ts",
   "tests/providers/hostModules.test.ts",

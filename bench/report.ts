@@ -19,6 +19,8 @@ export interface SteadyInterval {
    * watches caused as well, and the fulfillment calls they made. Absent in results of older runs.
    */
   interval?: { ms: number; reconciles: number; ups: number; fulfillmentCalls: number };
+  /** Settled checks of the interval by outcome (bmw_settled_checks_total): "settled", "resynced" or why not. Absent in older runs. */
+  checks?: Record<string, number>;
 }
 
 export interface Integrity {
@@ -58,6 +60,8 @@ export interface BenchResult {
   steady: SteadyInterval[];
   /** The last size again, with settled orders off (BMW_RESYNC_INTERVAL_MS=0): the baseline of the settled skip. */
   steadyObservingAll?: SteadyInterval;
+  /** The last size again, every order due for its resync in every pass (BMW_RESYNC_INTERVAL_MS = the interval). */
+  steadyResyncing?: SteadyInterval;
   events?: EventsResult;
   /** Events again at the last size (program inline), next to eventsProgramProcess. */
   eventsLast?: EventsResult;
@@ -67,7 +71,9 @@ export interface BenchResult {
   integrity?: Integrity;
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
   /** A new reconciler process over the same orders: its first full pass (no in-memory fingerprints). */
-  restart?: { orders: number; firstPassMs: number; untilFirstPassMs: number; ups: number; skipped: number; pulumiProcesses: number };
+  restart?: { orders: number; firstPassMs: number; untilFirstPassMs: number; ups: number; skipped: number; pulumiProcesses: number;
+    /** The restarted reconciler's settled checks until its first pass ended, by outcome. */
+    checks?: Record<string, number> };
   /** Every pulumi CLI process of the run (reconciler and naive loop), by sub-command: where the time goes. */
   pulumiByCommand: Record<string, { count: number; totalMs: number }>;
   /** CPU by kind of process under the reconciler during the burst (the busiest path). */
@@ -130,10 +136,17 @@ export function renderMarkdown(r: BenchResult): string {
     out.push(`| steady pass at ${last.orders} orders: wall time (${last.settled ?? 0} settled) | ${s(last.passMs)} | every order observed (BMW_RESYNC_INTERVAL_MS=0) ${s(all.passMs)} | ${x(last.passMs, all.passMs)} |`);
     out.push(`| steady pass at ${last.orders} orders: fulfillment calls | ${last.fulfillmentCalls} | every order observed ${all.fulfillmentCalls} | ${x(last.fulfillmentCalls, all.fulfillmentCalls)} |`);
     out.push(`| reconciler RSS at ${last.orders} orders, settled orders on (burst and growth behind it) | ${last.rssMiB.toFixed(0)} MiB | every order observed, a fresh process ${all.rssMiB.toFixed(0)} MiB | ${x(last.rssMiB, all.rssMiB)} |`);
+    const rs = r.steadyResyncing;
+    if (rs && rs.orders === all.orders) {
+      const how = `every order due for its resync (${outcomes(rs.checks)})`;
+      out.push(`| steady pass at ${rs.orders} orders, ${how}: wall time | ${s(rs.passMs)} | every order observed ${s(all.passMs)} | ${x(rs.passMs, all.passMs)} |`);
+      out.push(`| the same: fulfillment calls | ${rs.fulfillmentCalls} | every order observed ${all.fulfillmentCalls} | ${x(rs.fulfillmentCalls, all.fulfillmentCalls)} |`);
+    }
   }
   if (r.restart && r.naive) {
     const naiveWall = r.naive.wallMs * (r.restart.orders / r.naive.stacks);
-    out.push(`| restart: a new reconciler's first pass over ${r.restart.orders} orders (${r.restart.ups} ups, ${r.restart.pulumiProcesses} pulumi processes) | ${s(r.restart.untilFirstPassMs)} | one \`up\` per order (naive tick) ${s(naiveWall)} | ${x(r.restart.untilFirstPassMs, naiveWall)} |`);
+    const checks = r.restart.checks ? `; settled checks: ${outcomes(r.restart.checks)}` : "";
+    out.push(`| restart: a new reconciler's first pass over ${r.restart.orders} orders (${r.restart.ups} ups, ${r.restart.pulumiProcesses} pulumi processes${checks}) | ${s(r.restart.untilFirstPassMs)} | one \`up\` per order (naive tick) ${s(naiveWall)} | ${x(r.restart.untilFirstPassMs, naiveWall)} |`);
   }
   if (r.burst) {
     out.push(`| burst: ${r.burst.orders} orders created at once until all ${r.burst.bmis} BMIs exist | ${r.burst.stacksPerMinute.toFixed(1)} stacks/min (${s(r.burst.allBmisMs)}) | floor: one \`up\` at a time ${(60_000 / floor).toFixed(1)} ups/min | ${x(r.burst.stacksPerMinute, 60_000 / floor)} |`);
@@ -189,4 +202,10 @@ export function renderMarkdown(r: BenchResult): string {
   if (pp) out.push(`At the last size, a program process per update: latencies (ms) ${pp.latenciesMs.join(", ")}; CPU-s per update: ${(pp.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
   out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}; CPU-s: ${(r.floor.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`, "");
   return out.join("\n");
+}
+
+/** Settled checks by outcome, e.g. "480 resynced, 20 order-changed". */
+function outcomes(checks: Record<string, number> | undefined): string {
+  const entries = Object.entries(checks ?? {}).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+  return entries.length ? entries.map(([k, n]) => `${n} ${k}`).join(", ") : "no settled checks";
 }

@@ -218,6 +218,16 @@ class Reconciler {
     return byName;
   }
 
+  /** The reconciler's settled checks so far, by outcome (bmw_settled_checks_total). */
+  async settledChecks(): Promise<Record<string, number>> {
+    this.poll();
+    if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
+    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
+    const out: Record<string, number> = {};
+    for (const m of text.matchAll(/^bmw_settled_checks_total\{outcome="([^"]+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
+    return out;
+  }
+
   /** The reconciler's fulfillment calls so far. */
   async fulfillmentCallsTotal(): Promise<number> {
     return (await this.metrics()).get("bmw_fulfillment_calls_total") ?? 0;
@@ -336,15 +346,18 @@ async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, o
   for (let i = 1; settling && i < SETTLE_PASSES && first.settled < first.orders; i++) first = await rec.nextPass(first.time, timeoutS);
   const c0 = shim.count();
   const f0 = await rec.fulfillmentCallsTotal();
+  const k0 = await rec.settledChecks();
   const second = await rec.nextPass(first.time, timeoutS);
   const c1 = shim.count();
   const f1 = await rec.fulfillmentCallsTotal();
+  const k1 = await rec.settledChecks();
   const by = rec.reconcilesBetween(first.time, second.time);
   return {
     orders, workers: orders * world.o.workers, passMs: second.durationMs, pulumiProcesses: c1 - c0, ups: second.ups,
     skipped: second.skipped, settled: second.settled, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
     heapMiB: await rec.heapMiB(),
     interval: { ms: second.time - first.time, reconciles: Object.values(by).reduce((a, b) => a + b, 0), ups: by.up ?? 0, fulfillmentCalls: f1 - f0 },
+    checks: Object.fromEntries(Object.entries(k1).map(([k, n]) => [k, n - (k0[k] ?? 0)])),
   };
 }
 
@@ -503,7 +516,7 @@ async function main(): Promise<void> {
       stopAtEnd.push(rec);
       const firstPass = await rec.nextPass(t0r, o.timeout);
       result.restart = { orders: firstPass.orders, firstPassMs: firstPass.durationMs, untilFirstPassMs: firstPass.time - t0r,
-        ups: firstPass.ups, skipped: firstPass.skipped, pulumiProcesses: shim.count() - c0 };
+        ups: firstPass.ups, skipped: firstPass.skipped, pulumiProcesses: shim.count() - c0, checks: await rec.settledChecks() };
       save();
       result.integrity = await world.integrity();
       save();
@@ -578,6 +591,16 @@ async function main(): Promise<void> {
       result.integrity = await world.integrity();
       save();
       log(`events at ${have} orders: median ${result.eventsLast.medianMs} ms, ${result.eventsLast.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
+    }
+    // The resync's cost: the same size with every order due for its resync comparisons in every pass.
+    if (!result.steadyResyncing && result.steady.length > 0) {
+      await rec.stop();
+      rec = new Reconciler({ ...env, BMW_RESYNC_INTERVAL_MS: String(o.interval * 1000) }, o, path.join(o.dir, "reconciler-resyncing.log"));
+      stopAtEnd.push(rec);
+      await rec.nextPass(0, o.timeout);
+      result.steadyResyncing = await steadyInterval(rec, world, shim, have, o.interval * 3 + o.timeout);
+      save();
+      log(`steady at ${have} orders, every order due for its resync: pass ${result.steadyResyncing.passMs} ms, ${result.steadyResyncing.fulfillmentCalls} fulfillment calls, checks ${JSON.stringify(result.steadyResyncing.checks)}`);
     }
     // Baseline of the settled-order skip: the same size, with a reconciler that observes every order on
     // every pass (BMW_RESYNC_INTERVAL_MS=0), as before settled orders existed.

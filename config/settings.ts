@@ -67,8 +67,9 @@ export interface ReconcilerSettings extends Settings {
   /** How often an unchanged order's stack is updated with `--refresh` (BMW_REFRESH_INTERVAL_MS). */
   refreshIntervalMs: number;
   /**
-   * Longest time a settled order goes without a full reconcile (BMW_RESYNC_INTERVAL_MS; 0: every timer pass
-   * observes every order in full). Watch events and BMI changes end a settled state at once.
+   * Longest time a settled order goes without being compared with its hub objects and the inputs nothing
+   * watches (BMW_RESYNC_INTERVAL_MS; 0: every timer pass observes every order in full). Watch events and BMI
+   * changes end a settled state at once.
    */
   resyncIntervalMs: number;
   /** How often a running update reports progress on the order (BMW_PROGRESS_REPORT_MS; 0: never). */

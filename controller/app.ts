@@ -13,6 +13,7 @@ import type { ClusterOrder, Plan, PlannerConfig, WorkerDrift } from "../planner/
 import { type Observation, observe, type OrderRef } from "../io/observe";
 import { driftReport, type StatusReport, statusRows, updateFailureRows } from "./statusReport";
 import { ObserveCache } from "../io/observeCache";
+import { listUnwatchedDigests } from "../io/unwatched";
 import { listOrderBmiDigests } from "../io/orderBmiDigests";
 import { hubCapped, observeHubInFlight } from "../io/hubInFlight";
 import { HubLedger } from "./hubLedger";
@@ -133,6 +134,8 @@ export class App {
     this.settled = new SettledOrders({
       listBmiDigests: () => listOrderBmiDigests(this.fulfillment),
       listHubDigests: () => listHubDigests(this.kube),
+      listUnwatchedDigests: () => listUnwatchedDigests({
+        listClusterDeployments: () => this.kube.listMetadata("ClusterDeployment"), fulfillment: this.fulfillment, cache: this.observeCache }),
       pinOf: async (ref) => pinKey(await this.runner().pin(ref)),
       resyncMs: s.resyncIntervalMs,
       ...(store ? { store: new StateStoreSettled(store) } : {}),

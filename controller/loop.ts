@@ -45,8 +45,8 @@ export interface LoopOptions {
    * settled; every other cause of a reconcile (a watch event, a requeue) ends its settled state first.
    */
   settled?: Pick<SettledOrders, "beginPass" | "check" | "invalidate" | "forget" | "watchesStarted">;
-  /** A timer pass found the order settled (skipped, no reconcile), or why it did not. */
-  onSettledCheck?: (ref: OrderRef, outcome: "settled" | SettledMiss) => void;
+  /** A timer pass found the order settled (skipped, no reconcile; "resynced" after its resync comparisons), or why it did not. */
+  onSettledCheck?: (ref: OrderRef, outcome: "settled" | "resynced" | SettledMiss) => void;
 }
 
 const refKey = (r: OrderRef): string => `${r.namespace}/${r.name}`;
@@ -317,7 +317,7 @@ export class ReconcileLoop {
     if (!this.opts.settled || !listed) return undefined;
     try {
       const c = await this.opts.settled.check(ref, { metadata: { name: ref.name, namespace: ref.namespace, ...listed } });
-      this.opts.onSettledCheck?.(ref, "plan" in c ? "settled" : c.miss);
+      this.opts.onSettledCheck?.(ref, "plan" in c ? (c.resynced ? "resynced" : "settled") : c.miss);
       return "plan" in c ? { action: "skipped", plan: c.plan } : undefined;
     } catch (err) {
       this.opts.log("warn", `settled check of ${k} failed; reconciling it in full`, loggableError(err));

@@ -240,10 +240,10 @@ export class ReconcilerMetrics {
     this.running.fulfillmentCalls++;
   }
 
-  /** `outcome`: "settled", or the SettledMiss that sent the order to a full reconcile (a bounded set). */
+  /** `outcome`: "settled", "resynced", or the SettledMiss that sent the order to a full reconcile (a bounded set). */
   countSettledCheck(outcome: string): void {
     this.settledChecks.inc({ outcome });
-    if (outcome === "settled") this.running.settled++;
+    if (outcome === "settled" || outcome === "resynced") this.running.settled++;
   }
 
   /**

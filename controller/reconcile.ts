@@ -18,6 +18,7 @@ import { decide, type Decision, settleAfterUpdate } from "./decide";
 import { finalize } from "./finalize";
 import { observeAndPlan } from "./observeOrder";
 import { bmiDigest } from "../io/orderBmiDigests";
+import { unwatchedKeys } from "../io/unwatched";
 import { pinKey, type SettleToken, unsettledReason } from "./settledOrders";
 import {
   clockOf, orderKey, type Observed, type OrderMemory, type ReconcileDeps, type ReconcileResult, type UpResult,
@@ -171,6 +172,7 @@ function recordIfSettled(deps: ReconcileDeps, token: SettleToken, mem: OrderMemo
     resourceVersion: order.metadata.resourceVersion ?? "", bmiDigest: bmiDigest(snapshot.bmis), pin: pinKey(observed.pin),
     ...(due.length ? { dueAt: Math.min(...due) } : {}), plan,
     uid: order.metadata.uid, hubDigest: observed.observation.hubDigest,
+    ...(observed.observation.unwatchedDigest ? { unwatched: { keys: unwatchedKeys(order), digest: observed.observation.unwatchedDigest } } : {}),
     gauges: { tenant: order.metadata.annotations?.[TENANT_ANNOTATION] ?? "unknown", desired: plan.status.desiredWorkers,
       ready: plan.status.readyWorkers, failed: plan.status.workers.filter((w) => w.phase === "Failed").length },
   });

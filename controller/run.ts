@@ -96,7 +96,7 @@ function settledCheckObserver(app: App, metrics: ReconcilerMetrics, counts: Map<
     metrics.countSettledCheck(outcome);
     const k = `${ref.namespace}/${ref.name}`;
     log.debug({ order: k, outcome }, "settled check");
-    const gauges = outcome === "settled" && !counts.has(k) ? app.settled.gauges(ref) : undefined;
+    const gauges = (outcome === "settled" || outcome === "resynced") && !counts.has(k) ? app.settled.gauges(ref) : undefined;
     if (gauges) {
       counts.set(k, gauges);
       metrics.setWorkerGauges(counts.values());

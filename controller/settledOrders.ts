@@ -6,22 +6,24 @@
 //   - the ClusterOrder's resourceVersion in the tick's listing differs from the one observed;
 //   - its BMIs in this pass's one hub-wide listing (io/orderBmiDigests.ts) differ from those observed;
 //   - its rollback pin changed;
-//   - its periodic refresh or its plan's requeue time (e.g. a retried worker's healthy period) is due,
-//     or its resync time came (catches what nothing here watches: the ClusterDeployment, the catalog,
-//     the disk image).
+//   - its periodic refresh or its plan's requeue time (e.g. a retried worker's healthy period) is due;
+//   - at its resync time: the versions of its Agents, InfraEnvs and NodePools in one hub-wide metadata
+//     listing (io/hubDigest.ts), or the inputs nothing here watches (io/unwatched.ts: its ClusterDeployment,
+//     its disk image, the catalog), read once per pass for every order due, differ from those its
+//     observation read. When they do not, the order stays settled until its next resync time.
 // A settled check only ever skips a reconcile; it never plans, writes or deletes anything.
 //
 // A record also goes to a store (settledStore.ts) so that a restarted reconciler need not observe every
-// order again. Nothing watched the hub for it while no process ran, so a restored record holds only after
-// one more comparison, in its first check: the versions of the order's Agents, InfraEnvs and NodePools in
-// one hub-wide metadata listing (io/hubDigest.ts) against those its observation read. Records of another
-// program, planner configuration or resync setting (the context) are not restored.
+// order again. Nothing watched the hub for it while no process ran, so a restored record is due for its
+// resync comparisons in its first check. Records of another program, planner configuration or resync
+// setting (the context) are not restored.
 import * as crypto from "node:crypto";
 import type { OrderRef } from "../io/observe";
 import { bmiDigest } from "../io/orderBmiDigests";
 import type { Pin } from "../planner/pin";
 import type { ClusterOrder, Plan } from "../planner/types";
 import type { OrderIdentity } from "../io/hubDigest";
+import type { UnwatchedKeys } from "../io/unwatched";
 import { orderKey } from "./reconcileDeps";
 import type { OrderWorkerCounts } from "./metrics";
 import type { SettledStore, StoredSettled } from "./settledStore";
@@ -29,8 +31,10 @@ import type { SettledStore, StoredSettled } from "./settledStore";
 export interface SettledOrdersOptions {
   /** The hub's BMIs, digested per order uid; listed at most once per pass. */
   listBmiDigests: () => Promise<Map<string, string>>;
-  /** The hub's watched objects, digested per order (io/hubDigest.ts); listed at most once per pass, only for restored records. */
+  /** The hub's watched objects, digested per order (io/hubDigest.ts); listed at most once per pass, only when a record is due for its resync. */
   listHubDigests?: () => Promise<(order: OrderIdentity) => string>;
+  /** The unwatched inputs, digested per order (io/unwatched.ts); read at most once per pass, only when a record is due for its resync. */
+  listUnwatchedDigests?: () => Promise<(keys: UnwatchedKeys) => Promise<string>>;
   /** Where records outlive the process; none: a restarted process starts with no order settled. */
   store?: SettledStore;
   /** What a record holds only under (program, planner configuration, resync setting): records of another context are not restored. */
@@ -39,7 +43,7 @@ export interface SettledOrdersOptions {
   log?: (msg: string, fields?: Record<string, unknown>) => void;
   /** The order's rollback pin, as a comparable string ("" for none). */
   pinOf: (ref: OrderRef) => Promise<string>;
-  /** Longest time an order stays settled without a full reconcile (0: never settled). */
+  /** Longest time an order stays settled without its resync comparisons (0: never settled). */
   resyncMs: number;
   now?: () => number;
 }
@@ -52,18 +56,25 @@ export interface SettledObservation {
   /** When the order must be reconciled in full anyway: its periodic refresh, its plan's requeue time (undefined: never). */
   dueAt?: number;
   plan: Plan;
-  /** For the store: the order's uid, its hub objects' digest and its worker gauges. Without a hub digest nothing is stored. */
+  /**
+   * What the resync compares: the order's uid, its hub objects' digest and its unwatched inputs (their keys
+   * and digest). Without all of them the order's settled state ends at its resync time, and nothing is stored.
+   */
   uid?: string;
   hubDigest?: string;
+  unwatched?: { keys: UnwatchedKeys; digest: string };
   gauges?: OrderWorkerCounts;
 }
 
 interface Settled extends Omit<SettledObservation, "plan" | "dueAt"> {
+  /** When it ends (refresh or requeue time; Infinity: neither). */
   until: number;
+  /** When its resync comparisons are next due. */
+  resyncAt: number;
   /** Absent for a restored record. */
   plan?: Plan;
-  /** A restored record whose hub digest is still to be compared. */
-  unverified?: boolean;
+  /** A restored record not yet compared: it ends at this time unless a pass lists its order before. */
+  restoredUntil?: number;
 }
 
 /** Held by a reconcile from its start: recording succeeds only if nothing invalidated the order since. */
@@ -73,7 +84,13 @@ export interface SettleToken {
 }
 
 export type SettledMiss = "none" | "expired" | "order-changed" | "bmis-changed" | "bmis-unreadable" | "pin-changed" |
-  "hub-changed" | "hub-unreadable";
+  "hub-changed" | "hub-unreadable" | "unwatched-changed" | "unwatched-unreadable";
+
+/** A settled check that held: the settled plan (none for a restored record), and whether the resync comparisons ran. */
+export interface SettledHit {
+  plan: Plan | undefined;
+  resynced: boolean;
+}
 
 /**
  * Why a reconcile's outcome does not leave the order settled, or undefined when it does: it skipped because
@@ -100,6 +117,7 @@ export class SettledOrders {
   private readonly epochs = new Map<string, number>();
   private passDigests?: Promise<Map<string, string> | undefined>;
   private passHub?: Promise<((order: OrderIdentity) => string) | undefined>;
+  private passUnwatched?: Promise<((keys: UnwatchedKeys) => Promise<string>) | undefined>;
   private watching: Promise<boolean> = Promise.resolve(false);
   private readonly now: () => number;
 
@@ -111,13 +129,14 @@ export class SettledOrders {
     return this.opts.resyncMs > 0;
   }
 
-  /** A new timer pass: the next check lists the hub's BMIs (and, for a restored record, its objects) again. */
+  /** A new timer pass: the next check lists the hub's BMIs (and, for a record due for its resync, the rest) again. */
   beginPass(): void {
     this.passDigests = undefined;
     this.passHub = undefined;
-    // Restored records of orders no pass has listed (deleted while no process ran) end when they expire.
+    this.passUnwatched = undefined;
+    // Restored records of orders no pass has listed (deleted while no process ran) end after one resync interval.
     const now = this.now();
-    for (const [key, s] of this.settled) if (s.unverified && now >= s.until) this.settled.delete(key);
+    for (const [key, s] of this.settled) if (s.restoredUntil !== undefined && now >= s.restoredUntil) this.settled.delete(key);
   }
 
   /** The order's world may have moved: it is not settled, and a reconcile already running cannot settle it. */
@@ -161,10 +180,10 @@ export class SettledOrders {
   /** Records a settled reconcile, unless the order was invalidated since its token was taken. */
   record(token: SettleToken, seen: SettledObservation): boolean {
     if (!this.enabled || (this.epochs.get(token.key) ?? 0) !== token.epoch) return false;
-    const now = this.now();
-    const resyncAt = now + spread(token.key, this.opts.resyncMs);
+    const resyncAt = this.now() + spread(token.key, this.opts.resyncMs);
     const { dueAt, ...kept } = seen;
-    const entry: Settled = { ...kept, until: Math.min(resyncAt, dueAt ?? Infinity) };
+    const comparable = kept.uid !== undefined && kept.hubDigest !== undefined && kept.unwatched !== undefined;
+    const entry: Settled = { ...kept, resyncAt, until: Math.min(dueAt ?? Infinity, comparable ? Infinity : resyncAt) };
     this.settled.set(token.key, entry);
     this.persist(token.key, entry);
     return true;
@@ -184,10 +203,10 @@ export class SettledOrders {
       return [];
     }
     const now = this.now();
-    const fresh = stored.filter((r) => r.context === this.context() && r.until > now && !this.settled.has(r.key));
+    const fresh = stored.filter((r) => r.context === this.context() && (r.until ?? Infinity) > now && !this.settled.has(r.key));
     for (const r of fresh) {
-      const { key, context: _context, ...seen } = r;
-      this.settled.set(key, { ...seen, unverified: true });
+      const { key, context: _context, until, ...seen } = r;
+      this.settled.set(key, { ...seen, until: until ?? Infinity, resyncAt: 0, restoredUntil: now + this.opts.resyncMs });
     }
     return fresh;
   }
@@ -199,9 +218,10 @@ export class SettledOrders {
 
   private persist(key: string, entry: Settled): void {
     const store = this.opts.store;
-    if (!store || entry.hubDigest === undefined || entry.uid === undefined || !Number.isFinite(entry.until)) return;
-    const { plan: _plan, unverified: _unverified, ...seen } = entry;
-    store.save({ ...seen, uid: entry.uid, hubDigest: entry.hubDigest, key, context: this.context() })
+    const { uid, hubDigest, unwatched } = entry;
+    if (!store || uid === undefined || hubDigest === undefined || unwatched === undefined) return;
+    const { plan: _plan, restoredUntil: _restored, resyncAt: _resyncAt, ...seen } = entry;
+    store.save({ ...seen, uid, hubDigest, unwatched, key, until: Number.isFinite(entry.until) ? entry.until : null, context: this.context() })
       .catch((err: unknown) => this.opts.log?.("a settled record could not be stored", { order: key, err: String(err) }));
   }
 
@@ -209,32 +229,42 @@ export class SettledOrders {
    * The settled plan when the order, as the tick listed it, is still settled; otherwise why not. The
    * reconcile that follows a miss starts with begin(), which ends the settled state.
    */
-  async check(ref: OrderRef, listed: Pick<ClusterOrder, "metadata">): Promise<{ plan: Plan | undefined } | { miss: SettledMiss }> {
+  async check(ref: OrderRef, listed: Pick<ClusterOrder, "metadata">): Promise<SettledHit | { miss: SettledMiss }> {
     const s = this.settled.get(orderKey(ref));
     if (!s) return { miss: "none" };
-    if (this.now() >= s.until) return { miss: "expired" };
+    const now = this.now();
+    if (now >= s.until) return { miss: "expired" };
     if (listed.metadata.resourceVersion !== s.resourceVersion) return { miss: "order-changed" };
-    if (s.unverified && listed.metadata.uid !== s.uid) return { miss: "order-changed" };
+    if (s.uid !== undefined && listed.metadata.uid !== s.uid) return { miss: "order-changed" };
     const digests = await (this.passDigests ??= this.opts.listBmiDigests().catch(() => undefined));
     if (!digests) return { miss: "bmis-unreadable" };
     if ((digests.get(listed.metadata.uid) ?? EMPTY_DIGEST) !== s.bmiDigest) return { miss: "bmis-changed" };
     if ((await this.opts.pinOf(ref)) !== s.pin) return { miss: "pin-changed" };
-    if (s.unverified) {
-      const miss = await this.verifyHub(ref, listed.metadata.uid, s);
-      if (miss) return { miss };
-    }
-    return { plan: s.plan };
+    if (now < s.resyncAt) return { plan: s.plan, resynced: false };
+    const miss = await this.resync(ref, s);
+    if (miss) return { miss };
+    s.resyncAt = now + spread(orderKey(ref), this.opts.resyncMs);
+    s.restoredUntil = undefined;
+    return { plan: s.plan, resynced: true };
   }
 
-  /** A restored record's one comparison with the hub as it is now (the watches tell of every change after this). */
-  private async verifyHub(ref: OrderRef, uid: string, s: Settled): Promise<SettledMiss | undefined> {
-    const list = this.opts.listHubDigests;
-    if (!list || !(await within(this.watching, WATCH_WAIT_MS))) return "hub-unreadable";
-    const digestOf = await (this.passHub ??= list().catch(() => undefined));
-    if (!digestOf) return "hub-unreadable";
-    if (digestOf({ namespace: ref.namespace, name: ref.name, uid }) !== s.hubDigest) return "hub-changed";
-    s.unverified = false;
-    return undefined;
+  /**
+   * The comparisons of a record due for its resync with the hub and the service as they are now (the
+   * watches tell of every change of the hub's objects after this; nothing tells of the unwatched inputs).
+   */
+  private async resync(ref: OrderRef, s: Settled): Promise<SettledMiss | undefined> {
+    const { uid, hubDigest, unwatched } = s;
+    if (uid === undefined || hubDigest === undefined || unwatched === undefined) return "expired";
+    const listHub = this.opts.listHubDigests;
+    if (!listHub || !(await within(this.watching, WATCH_WAIT_MS))) return "hub-unreadable";
+    const hubOf = await (this.passHub ??= listHub().catch(() => undefined));
+    if (!hubOf) return "hub-unreadable";
+    if (hubOf({ namespace: ref.namespace, name: ref.name, uid }) !== hubDigest) return "hub-changed";
+    const listUnwatched = this.opts.listUnwatchedDigests;
+    const unwatchedOf = listUnwatched && await (this.passUnwatched ??= listUnwatched().catch(() => undefined));
+    const digest = unwatchedOf && await unwatchedOf(unwatched.keys).catch(() => undefined);
+    if (digest === undefined) return "unwatched-unreadable";
+    return digest === unwatched.digest ? undefined : "unwatched-changed";
   }
 }
 

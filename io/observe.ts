@@ -3,14 +3,15 @@
 // translated into planner types; the planner itself never does I/O.
 import type { FulfillmentApi } from "../clients/fulfillment";
 import {
-  Filter, InconsistentListError, isTransient, PermissionDeniedError, resolveDiskImage, SYSTEM_TENANT, UnauthenticatedError,
+  Filter, InconsistentListError, isTransient, PermissionDeniedError, SYSTEM_TENANT, UnauthenticatedError,
 } from "../clients/fulfillment";
-import type { ClusterOut, ClusterVersionOut } from "../clients/fulfillment";
 import { fetchIgnition } from "../clients/ignition";
 import type { ObserveCache } from "./observeCache";
 import { incarnationNames, nameSeed } from "./incarnationNames";
 import { confirmOrderBmis, SystemTenantInvisibleError } from "./orderBmis";
-import { type FulfillmentTally, instanceTypeInfo, loadSharedCatalog } from "./sharedCatalog";
+import { catalogInputs, type FulfillmentTally, loadSharedCatalog } from "./sharedCatalog";
+import { observationReads, resolveOrderDiskImage } from "./diskImage";
+import { clusterDeploymentNamespaces, findClusterDeployment, unwatchedDigest, unwatchedKeys } from "./unwatched";
 import type { AgentObject, HubReader } from "../clients/kube";
 import { hubCapped, othersInFlight } from "./hubInFlight";
 import { orderHubDigest } from "./hubDigest";
@@ -72,6 +73,8 @@ export interface Observation {
   nameSeed: string;
   /** The versions of the hub objects read for the order (io/hubDigest.ts), what a settled record holds. */
   hubDigest?: string;
+  /** The inputs no watch follows (io/unwatched.ts), what a settled order's resync compares. */
+  unwatchedDigest?: string;
 }
 
 export class OrderNotFoundError extends Error {
@@ -166,40 +169,7 @@ export function ownedInfraEnv(infraEnvs: InfraEnvLike[], order: ClusterOrder): O
   };
 }
 
-/** The fulfillment Cluster behind a ClusterOrder: its id is the order's clusterorder-uuid label. */
-export const CLUSTER_ID_LABEL = "osac.openshift.io/clusterorder-uuid";
-
-async function clusterOf(f: FulfillmentApi, order: ClusterOrder): Promise<ClusterOut | undefined> {
-  const id = order.metadata.labels?.[CLUSTER_ID_LABEL];
-  if (id) return (await f.clusters.list({ filter: Filter.idEquals(id), limit: 1 })).items[0];
-  const byName = await f.clusters.listAll(Filter.nameEquals(order.metadata.name));
-  return byName.length === 1 ? byName[0] : undefined;
-}
-
-async function resolveOrderDiskImage(f: FulfillmentApi, order: ClusterOrder): Promise<DiskImageResolution> {
-  const cluster = await clusterOf(f, order);
-  const ref = cluster?.spec?.version;
-  let cv: ClusterVersionOut | undefined;
-  if (ref?.id || ref?.name) {
-    const filter = ref.id ? Filter.idEquals(ref.id) : Filter.nameEquals(ref.name);
-    cv = (await f.clusterVersions.list({ filter, limit: 1 })).items[0];
-  }
-  if (!cv) {
-    return { ok: false, reason: "ClusterVersionNotFound",
-      message: cluster ? `the cluster's current ClusterVersion (${ref?.id || ref?.name || "unset"}) was not found`
-        : `no fulfillment Cluster found for ClusterOrder ${order.metadata.namespace}/${order.metadata.name}` };
-  }
-  const cvName = cv.metadata?.name || cv.id;
-  const image = await resolveDiskImage(f.diskImages, cv);
-  if (!image) {
-    return { ok: false, reason: cv.spec?.disk_image?.id || cv.spec?.disk_image?.name ? "DiskImageNotFound" : "NotLinked",
-      message: `ClusterVersion ${cvName} has no resolvable disk_image: link a DiskImage to it` };
-  }
-  if (String(image.spec?.lifecycle ?? "").endsWith("OBSOLETE")) {
-    return { ok: false, reason: "Obsolete", message: `DiskImage ${image.metadata?.name || image.id} of ClusterVersion ${cvName} is OBSOLETE` };
-  }
-  return { ok: true, id: image.id, name: image.metadata?.name || image.id };
-}
+export { CLUSTER_ID_LABEL } from "./diskImage";
 
 // A label value: at most 63 characters, alphanumeric at both ends. No Agent can carry anything else.
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
@@ -253,18 +223,16 @@ interface HubObjects {
 
 /** Reads the order's InfraEnv, Agents, NodePools and ClusterDeployment from the hub, all at once. */
 async function readHubObjects(kube: HubReader, order: ClusterOrder, ns: string): Promise<HubObjects> {
-  // HyperShift keeps the ClusterDeployment in the hosted control plane namespace (<ns>-<hostedcluster>).
-  const hc = order.status?.clusterReference;
-  const cdNamespaces = hc ? [`${hc.namespace}-${hc.hostedClusterName}`, hc.namespace] : [ns];
+  const keys = unwatchedKeys(order);
   const [infraEnvs, agents, nodePools, ...cdLists] = await Promise.all([
     kube.listInfraEnvs(ns), listOrderAgents(kube, order), kube.listNodePools(ns),
-    ...cdNamespaces.map((n) => kube.listClusterDeployments(n)),
+    ...clusterDeploymentNamespaces(keys).map((n) => kube.listClusterDeployments(n)),
   ]);
-  // No clusterReference yet means the cluster is not there yet: no ClusterDeployment, nothing to bind to.
-  const cd = hc ? cdLists.flat().find((c) => c.metadata?.name === hc.hostedClusterName) : undefined;
   return {
-    infraEnvs, infraEnv: ownedInfraEnv(infraEnvs, order), agents, nodePools: nodePoolsOfCluster(nodePools, hc?.hostedClusterName),
-    clusterDeployment: cd?.metadata?.name ? { name: cd.metadata.name, namespace: cd.metadata.namespace ?? ns } : undefined,
+    infraEnvs, infraEnv: ownedInfraEnv(infraEnvs, order), agents,
+    nodePools: nodePoolsOfCluster(nodePools, keys.clusterReference?.hostedClusterName),
+    // No clusterReference yet means the cluster is not there yet: no ClusterDeployment, nothing to bind to.
+    clusterDeployment: findClusterDeployment(keys, cdLists.flat().map((c) => c.metadata ?? {})),
     digest: orderHubDigest({ namespace: ns, name: order.metadata.name, uid: order.metadata.uid },
       { agents: agents.map((a) => a.metadata), infraEnvs: infraEnvs.map((i) => i.metadata), nodePools: nodePools.map((n) => n.metadata) }),
   };
@@ -314,11 +282,8 @@ async function readFulfillmentInto(deps: ObserveDeps, order: ClusterOrder, readi
   ]);
   reading.calls += 1;
   ({ bmis: reading.bmis, goneBmiIds: reading.goneBmiIds } = await confirmOrderBmis(fulfillment, order, listed, reading));
-  for (const t of types) reading.instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t, hostType);
-  if (item.ok) reading.catalogItem = item.id;
-  else reading.catalogItemError = item.message;
-  reading.diskImage = await resolveOrderDiskImage(fulfillment, order);
-  reading.calls += 3;
+  Object.assign(reading, catalogInputs([types, item, hostType]));
+  reading.diskImage = await resolveOrderDiskImage(observationReads(fulfillment, reading), unwatchedKeys(order));
 }
 
 /** Fetches the discovery ignition of the order's InfraEnv (through the cache when there is one), once it has a URL. */
@@ -364,5 +329,6 @@ export async function observe(deps: ObserveDeps, ref: OrderRef, now: Date = new 
   return {
     snapshot, fulfillmentError, fulfillmentErrorKind, catalogItemError: reading.catalogItemError,
     fulfillmentCalls: reading.calls, nameSeed: nameSeed(order), hubDigest: hub.digest,
+    ...(reading.bmis ? { unwatchedDigest: unwatchedDigest(snapshot) } : {}),
   };
 }

@@ -62,3 +62,11 @@ export async function loadSharedCatalog(
   tally.calls += hostType.calls;
   return [types, item, hostType.value] as const;
 }
+
+/** The shared catalog as a snapshot holds it: "" is "unresolved" (the planner's gate then blocks every create). */
+export function catalogInputs([types, item, hostType]: SharedCatalog):
+  { instanceTypes: Record<string, InstanceTypeInfo>; catalogItem: string; catalogItemError?: string } {
+  const instanceTypes: Record<string, InstanceTypeInfo> = {};
+  for (const t of types) instanceTypes[t.metadata?.name ?? t.id] = instanceTypeInfo(t, hostType);
+  return item.ok ? { instanceTypes, catalogItem: item.id } : { instanceTypes, catalogItem: "", catalogItemError: item.message };
+}

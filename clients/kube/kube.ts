@@ -312,8 +312,8 @@ export class Kube implements HubApi {
     return page.metadata?.resourceVersion;
   }
 
-  /** The metadata of every object of a kind the watches follow, in every namespace (one paged list, no bodies). */
-  async listMetadata(kind: "Agent" | "InfraEnv" | "NodePool"): Promise<ObjectMeta[]> {
+  /** The metadata of every object of a kind, in every namespace (one paged list, no bodies). */
+  async listMetadata(kind: "Agent" | "InfraEnv" | "NodePool" | "ClusterDeployment"): Promise<ObjectMeta[]> {
     return (await this.list<{ metadata: ObjectMeta }>(KINDS[kind], undefined, undefined, METADATA_ONLY)).map((o) => o.metadata);
   }
 

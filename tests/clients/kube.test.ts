@@ -8,6 +8,7 @@ import {
 } from "../../clients/kube";
 import { listOrderAgents, observe } from "../../io/observe";
 import { listHubDigests } from "../../io/hubDigest";
+import { listUnwatchedDigests, unwatchedKeys } from "../../io/unwatched";
 import { defaultPlannerConfig } from "../../planner/config";
 import { fakeFulfillment } from "../fakes/fulfillment";
 import { FIELD_MANAGER, INFRAENV_AGENT_LABEL, infraEnvName, ORDER_LABEL } from "../../planner/names";
@@ -343,6 +344,34 @@ describe("the Agents observed for an order", () => {
     const after = await listed();
     expect(after).not.toBe(before);
     expect(await observed()).toBe(after);
+  });
+
+  it("the unwatched inputs digest alike from the observation and from one pass's listing of every ClusterDeployment", async () => {
+    const ns = await createTestNamespace(kc, "kuw");
+    await newOrder(ns, "order-a");
+    await custom.patchNamespacedCustomObjectStatus({ group: "osac.openshift.io", version: "v1alpha1", namespace: ns, plural: "clusterorders",
+      name: "order-a", body: { status: { clusterReference: { namespace: ns, hostedClusterName: "hc-a", roleBindingName: "rb", serviceAccountName: "sa" } } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    const fulfillment = await fakeFulfillment();
+    const observed = () => observe({ kube, fulfillment, config: defaultPlannerConfig() }, { namespace: ns, name: "order-a" });
+    const listed = async () => {
+      const order = (await kube.getClusterOrder(ns, "order-a"))!;
+      const digestOf = await listUnwatchedDigests({ listClusterDeployments: () => kube.listMetadata("ClusterDeployment"), fulfillment });
+      return digestOf(unwatchedKeys(order));
+    };
+    const newCd = (namespace: string) => custom.createNamespacedCustomObject({ group: "hive.openshift.io", version: "v1", namespace,
+      plural: "clusterdeployments", body: { apiVersion: "hive.openshift.io/v1", kind: "ClusterDeployment", metadata: { name: "hc-a" },
+        spec: { baseDomain: "example.com", clusterName: "hc-a", platform: { agentBareMetal: { agentSelector: {} } } } } });
+    const seen: (string | undefined)[] = [];
+    for (const [step, where] of [["none", undefined], ["beside the HostedCluster", ns], ["in the hosted control plane namespace", `${ns}-hc-a`]] as const) {
+      if (where === `${ns}-hc-a`) await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: where } } });
+      if (where) await newCd(where);
+      const o = await observed();
+      expect([step, o.snapshot.clusterDeployment]).toEqual([step, where ? { name: "hc-a", namespace: where } : undefined]);
+      expect([step, await listed()]).toEqual([step, o.unwatchedDigest]);
+      seen.push(o.unwatchedDigest);
+    }
+    expect(new Set(seen).size).toBe(3);
   });
 
   it("skips a label value no Agent can carry (an InfraEnv name over 63 characters) instead of failing", async () => {

@@ -67,9 +67,9 @@ describe("SettledOrders", () => {
     s.record(s.begin(ref), seen());
     s.record(s.begin({ namespace: "ns", name: "other" }), seen({ bmiDigest: "d2" }));
     digests.set("uid-2", "d2");
-    expect(await s.check(ref, listed())).toEqual({ plan: plan() });
+    expect(await s.check(ref, listed())).toEqual({ plan: plan(), resynced: false });
     expect(await s.check({ namespace: "ns", name: "other" }, { metadata: { namespace: "ns", name: "other", uid: "uid-2", resourceVersion: "10" } }))
-      .toEqual({ plan: plan() });
+      .toEqual({ plan: plan(), resynced: false });
     expect(listings).toBe(1);
     s.beginPass();
     await s.check(ref, listed());
@@ -81,7 +81,7 @@ describe("SettledOrders", () => {
     ["its BMIs differ in this pass's listing", () => digests.set("uid-1", "d1-changed"), "bmis-changed"],
     ["its BMIs are all gone from the listing", () => digests.delete("uid-1"), "bmis-changed"],
     ["its rollback pin changed", () => { pin = pinKey({ counts: { compute: 1 } }); }, "pin-changed"],
-    ["the resync time came", () => { now += 600_001; }, "expired"],
+    ["the resync time came, for a record without what a resync compares", () => { now += 600_001; }, "expired"],
   ])("is no longer settled when %s", async (what, change, miss) => {
     const s = make();
     s.record(s.begin(ref), seen());
@@ -102,7 +102,7 @@ describe("SettledOrders", () => {
     const s = make();
     s.record(s.begin(ref), seen({ bmiDigest: bmiDigest([]) }));
     digests.delete("uid-1");
-    expect(await s.check(ref, listed())).toEqual({ plan: plan() });
+    expect(await s.check(ref, listed())).toEqual({ plan: plan(), resynced: false });
   });
 
   it("ends when the order is due (periodic refresh, requeue time) if that comes before the resync", async () => {
@@ -176,11 +176,15 @@ describe("hub-wide BMI digests", () => {
   });
 });
 
-describe("SettledOrders across a restart (stored records)", () => {
+describe("SettledOrders at its resync time and across a restart (stored records)", () => {
   let now = 1_000_000;
   let hub = "h1";
   let hubListings = 0;
   let failHub = false;
+  let unwatched = "u1";
+  let unwatchedListings = 0;
+  let failUnwatched = false;
+  const keys = { namespace: "ns", name: "demo", clusterId: "cluster-1" };
   const blobs = new Map<string, StoredSettled>();
   const store: SettledStore = {
     load: async () => [...blobs.values()],
@@ -189,7 +193,7 @@ describe("SettledOrders across a restart (stored records)", () => {
   };
   const gauges = { tenant: "t1", desired: 2, ready: 2, failed: 0 };
   const seen = (over: Partial<SettledObservation> = {}): SettledObservation =>
-    ({ resourceVersion: "10", bmiDigest: "d1", pin: "", plan: plan(), uid: "uid-1", hubDigest: "h1", gauges, ...over });
+    ({ resourceVersion: "10", bmiDigest: "d1", pin: "", plan: plan(), uid: "uid-1", hubDigest: "h1", gauges, unwatched: { keys, digest: "u1" }, ...over });
   const make = (context = "c1", over: Partial<ConstructorParameters<typeof SettledOrders>[0]> = {}) => {
     const s = new SettledOrders({
       listBmiDigests: async () => new Map([["uid-1", "d1"]]),
@@ -197,6 +201,14 @@ describe("SettledOrders across a restart (stored records)", () => {
         hubListings++;
         if (failHub) throw new Error("apiserver unavailable");
         return (o) => (o.uid === "uid-1" ? hub : "other");
+      },
+      listUnwatchedDigests: async () => {
+        unwatchedListings++;
+        if (failUnwatched) throw new Error("fulfillment-service unavailable");
+        return async (k) => {
+          if (k.namespace !== keys.namespace || k.name !== keys.name || k.clusterId !== keys.clusterId) throw new Error("wrong keys");
+          return unwatched;
+        };
       },
       pinOf: async () => "", resyncMs: 600_000, now: () => now, store, context: () => context, ...over,
     });
@@ -208,6 +220,9 @@ describe("SettledOrders across a restart (stored records)", () => {
     hub = "h1";
     hubListings = 0;
     failHub = false;
+    unwatched = "u1";
+    unwatchedListings = 0;
+    failUnwatched = false;
     blobs.clear();
   });
 
@@ -218,18 +233,60 @@ describe("SettledOrders across a restart (stored records)", () => {
     const s = make();
     expect((await s.restore()).map((r) => r.key)).toEqual(["ns/demo"]);
     expect(s.gauges(ref)).toEqual(gauges);
-    expect(await s.check(ref, listed())).toEqual({ plan: undefined });
-    expect(await s.check(ref, listed())).toEqual({ plan: undefined });
-    expect(hubListings).toBe(1);
-    // Verified once: later passes rely on the watches, as for a record of this process.
+    expect(await s.check(ref, listed())).toEqual({ plan: undefined, resynced: true });
+    expect(await s.check(ref, listed())).toEqual({ plan: undefined, resynced: false });
+    expect([hubListings, unwatchedListings]).toEqual([1, 1]);
+    // Compared once: later passes rely on the watches until its resync time, as for a record of this process.
     s.beginPass();
-    expect(await s.check(ref, listed())).toEqual({ plan: undefined });
-    expect(hubListings).toBe(1);
+    expect(await s.check(ref, listed())).toEqual({ plan: undefined, resynced: false });
+    expect([hubListings, unwatchedListings]).toEqual([1, 1]);
+  });
+
+  it("at its resync time compares the hub and the unwatched inputs once per pass, and stays settled until the next one", async () => {
+    const s = make();
+    s.record(s.begin(ref), seen());
+    const other = { namespace: "ns", name: "other" };
+    s.record(s.begin(other), seen({ uid: "uid-1" }));
+    now += 600_001;
+    expect(await s.check(ref, listed())).toEqual({ plan: plan(), resynced: true });
+    expect(await s.check(other, { metadata: { ...other, uid: "uid-1", resourceVersion: "10" } })).toEqual({ plan: plan(), resynced: true });
+    expect([hubListings, unwatchedListings]).toEqual([1, 1]);
+    s.beginPass();
+    now += 400_000; // before its next resync time (at least 3/4 of the interval after this one)
+    expect(await s.check(ref, listed())).toEqual({ plan: plan(), resynced: false });
+    expect([hubListings, unwatchedListings]).toEqual([1, 1]);
+    s.beginPass();
+    now += 200_001;
+    expect(await s.check(ref, listed())).toEqual({ plan: plan(), resynced: true });
+    expect([hubListings, unwatchedListings]).toEqual([2, 2]);
+    expect(blobs.get("ns/demo")?.until).toBeNull(); // no refresh, no requeue: it ends only with a change
+  });
+
+  it.each<[string, () => void, string]>([
+    ["its ClusterDeployment, disk image or the catalog changed", () => { unwatched = "u2"; }, "unwatched-changed"],
+    ["the unwatched inputs could not be read", () => { failUnwatched = true; }, "unwatched-unreadable"],
+    ["an Agent, InfraEnv or NodePool of it changed unseen by the watches", () => { hub = "h2"; }, "hub-changed"],
+    ["the hub could not be listed", () => { failHub = true; }, "hub-unreadable"],
+  ])("at its resync time a record does not hold when %s", async (_what, change, miss) => {
+    const s = make();
+    s.record(s.begin(ref), seen());
+    change();
+    expect(await s.check(ref, listed())).toEqual({ plan: plan(), resynced: false }); // not compared before its time
+    now += 600_001;
+    expect(await s.check(ref, listed())).toEqual({ miss });
+  });
+
+  it("without a way to read the unwatched inputs, a record does not hold at its resync time", async () => {
+    const s = make("c1", { listUnwatchedDigests: undefined });
+    s.record(s.begin(ref), seen());
+    now += 600_001;
+    expect(await s.check(ref, listed())).toEqual({ miss: "unwatched-unreadable" });
   });
 
   it.each<[string, () => void, Partial<ReturnType<typeof listed>["metadata"]>, string]>([
     ["an Agent, InfraEnv or NodePool of the order changed while no process ran", () => { hub = "h2"; }, {}, "hub-changed"],
     ["the hub could not be listed", () => { failHub = true; }, {}, "hub-unreadable"],
+    ["its ClusterDeployment, disk image or the catalog changed while no process ran", () => { unwatched = "u2"; }, {}, "unwatched-changed"],
     ["the order was deleted and created again under its name", () => undefined, { uid: "uid-2" }, "order-changed"],
     ["the order changed while no process ran", () => undefined, { resourceVersion: "11" }, "order-changed"],
   ])("a restored record does not hold when %s", async (_what, change, meta, miss) => {
@@ -252,7 +309,7 @@ describe("SettledOrders across a restart (stored records)", () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(hubListings).toBe(0); // waits for the watches
     started();
-    expect(await check).toEqual({ plan: undefined });
+    expect(await check).toEqual({ plan: undefined, resynced: true });
     expect(hubListings).toBe(1);
   });
 
@@ -266,9 +323,10 @@ describe("SettledOrders across a restart (stored records)", () => {
     expect(await s.check(ref, listed())).toEqual({ miss: "none" });
   });
 
-  it("stores nothing for a record without the hub's versions, and removes the stored record of an order that is gone", async () => {
+  it("stores nothing for a record without the hub's versions or its unwatched inputs, and removes the stored record of an order that is gone", async () => {
     const s = make();
     s.record(s.begin(ref), seen({ hubDigest: undefined }));
+    s.record(s.begin(ref), seen({ unwatched: undefined }));
     expect(blobs.size).toBe(0);
     s.record(s.begin(ref), seen());
     s.forget(ref); // another replica's now: its record stays for whoever restarts

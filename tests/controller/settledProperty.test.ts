@@ -2,10 +2,12 @@
 // BMI changes, pin changes, watch events, passes, clock steps and reconciles that start and finish in
 // any order, a settled check answers "settled" only when everything it promises holds: the listed
 // version, the pass's BMI listing and the pin equal what the recording reconcile observed; no watch event
-// came after that reconcile started; and neither its resync nor its due time has come. Restarts are steps
-// too: the process ends (its reconciles with it) and a new one restores the stored records, while the
-// order, its BMIs and its hub objects may change with no process to watch them; a restored record
-// answers "settled" only when the hub objects' versions still equal those its reconcile observed.
+// came after that reconcile started; its due time has not come; and its resync comparisons (the hub
+// objects' versions and the inputs nothing watches) held within the last resync interval, so that a change
+// of an unwatched input goes unseen for at most that interval. Restarts are steps too: the process ends
+// (its reconciles with it) and a new one restores the stored records, while the order, its BMIs, its hub
+// objects and its unwatched inputs may change with no process to watch them; a restored record answers
+// "settled" only after its resync comparisons held.
 // Size: BMW_SETTLED_RUNS sequences (default 300) of up to 40 steps, seeded by BMW_PROPERTY_SEED.
 import fc from "fast-check";
 import { SettledOrders, type SettleToken } from "../../controller/settledOrders";
@@ -20,9 +22,9 @@ const plan: Plan = { nodePoolReplicas: {}, workers: [], fence: [], events: [],
   status: { workers: [], desiredWorkers: 0, currentWorkers: 0, readyWorkers: 0, conditions: [] } };
 
 type Step =
-  | { kind: "edit" } | { kind: "editUnseen" } | { kind: "bmis" } | { kind: "pin" } | { kind: "event" } | { kind: "pass" }
+  | { kind: "edit" } | { kind: "editUnseen" } | { kind: "bmis" } | { kind: "pin" } | { kind: "event" } | { kind: "unwatched" } | { kind: "pass" }
   | { kind: "clock"; ms: number } | { kind: "start" } | { kind: "finish"; which: number; dueIn?: number } | { kind: "check" }
-  | { kind: "restart"; edit: boolean; bmis: boolean; hub: boolean };
+  | { kind: "restart"; edit: boolean; bmis: boolean; hub: boolean; unwatched: boolean };
 
 const rarely = fc.integer({ min: 0, max: 3 }).map((n) => n === 0);
 
@@ -33,14 +35,15 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.constant<Step>({ kind: "bmis" }), weight: 1 },
   { arbitrary: fc.constant<Step>({ kind: "pin" }), weight: 1 },
   { arbitrary: fc.constant<Step>({ kind: "event" }), weight: 1 },
+  { arbitrary: fc.constant<Step>({ kind: "unwatched" }), weight: 1 },
   { arbitrary: fc.constant<Step>({ kind: "pass" }), weight: 3 },
   { arbitrary: fc.integer({ min: 1, max: 3_000 }).map<Step>((ms) => ({ kind: "clock", ms })), weight: 2 },
   { arbitrary: fc.constant<Step>({ kind: "start" }), weight: 4 },
   { arbitrary: fc.record({ which: fc.nat(3), dueIn: fc.option(fc.integer({ min: 1, max: 20_000 }), { nil: undefined }) })
     .map<Step>((r) => ({ kind: "finish", ...r })), weight: 4 },
   { arbitrary: fc.constant<Step>({ kind: "check" }), weight: 6 },
-  // A restart; while no process runs, each of the order, its BMIs and its hub objects changes one time in four.
-  { arbitrary: fc.record({ edit: rarely, bmis: rarely, hub: rarely }).map<Step>((r) => ({ kind: "restart", ...r })), weight: 4 },
+  // A restart; while no process runs, each of the order, its BMIs, its hub objects and its unwatched inputs changes one time in four.
+  { arbitrary: fc.record({ edit: rarely, bmis: rarely, hub: rarely, unwatched: rarely }).map<Step>((r) => ({ kind: "restart", ...r })), weight: 4 },
 );
 
 /** The store as a backend would keep it: what was saved, across processes. */
@@ -60,6 +63,8 @@ interface Observed {
   pin: number;
   /** Version of the order's watched hub objects (Agents, InfraEnvs, NodePools) it observed. */
   hub: number;
+  /** Version of the order's unwatched inputs (ClusterDeployment, disk image, catalog) it observed. */
+  unwatched: number;
   /** Sequence number of the last watch event when the reconcile started. */
   eventsAtStart: number;
 }
@@ -68,8 +73,10 @@ describe("settled orders (property)", () => {
   it(`never answers settled for an order whose world moved (seed ${SEED}, ${RUNS} runs)`, async () => {
     let answeredSettled = 0;
     let answeredRestored = 0;
+    let answeredStale = 0;
+    let resynced = 0;
     await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 40 }), async (steps) => {
-      const w = { now: 0, rv: 1, digest: 1, pin: 0, events: 0, hub: 1 };
+      const w = { now: 0, rv: 1, digest: 1, pin: 0, events: 0, hub: 1, unwatched: 1 };
       let passListing: number | undefined;
       const store = memoryStore();
       const newProcess = () => {
@@ -79,6 +86,7 @@ describe("settled orders (property)", () => {
             return new Map([["uid", `d${w.digest}`]]);
           },
           listHubDigests: async () => () => `h${w.hub}`,
+          listUnwatchedDigests: async () => async () => `u${w.unwatched}`,
           pinOf: async () => `p${w.pin}`, resyncMs: RESYNC, now: () => w.now, store, context: () => "c",
         });
         p.watchesStarted(Promise.resolve());
@@ -86,7 +94,8 @@ describe("settled orders (property)", () => {
       };
       let s = newProcess();
       const running: Observed[] = [];
-      type Recorded = Observed & { at: number; dueAt?: number; restored?: boolean };
+      /** `compared`: when its resync comparisons last held (first: when it was recorded). */
+      type Recorded = Observed & { compared: number; dueAt?: number; restored?: boolean };
       let recorded: Recorded | undefined;
       /** The last record stored: what a restarted process restores, whatever the old one did since. */
       let stored: Recorded | undefined;
@@ -97,10 +106,11 @@ describe("settled orders (property)", () => {
           case "bmis": w.digest++; break; // not watched: only the pass listing shows it
           case "pin": w.pin++; break;
           case "event": w.events++; w.hub++; s.invalidate(ref); break; // an Agent, InfraEnv or NodePool of the order
+          case "unwatched": w.unwatched++; break; // nothing watches it: only a resync compares it
           case "pass": s.beginPass(); passListing = undefined; break;
           case "clock": w.now += st.ms; break;
           case "start":
-            running.push({ token: s.begin(ref), rv: w.rv, digest: w.digest, pin: w.pin, hub: w.hub, eventsAtStart: w.events });
+            running.push({ token: s.begin(ref), rv: w.rv, digest: w.digest, pin: w.pin, hub: w.hub, unwatched: w.unwatched, eventsAtStart: w.events });
             recorded = undefined;
             break;
           case "restart": {
@@ -108,6 +118,7 @@ describe("settled orders (property)", () => {
             if (st.edit) w.rv++;
             if (st.bmis) w.digest++;
             if (st.hub) w.hub++; // no process watches: no invalidation
+            if (st.unwatched) w.unwatched++;
             s = newProcess();
             await s.restore();
             passListing = undefined;
@@ -118,10 +129,11 @@ describe("settled orders (property)", () => {
             const r = running.splice(st.which % Math.max(1, running.length), 1)[0];
             if (!r) break;
             const ok = s.record(r.token, { resourceVersion: String(r.rv), bmiDigest: `d${r.digest}`, pin: `p${r.pin}`, plan,
-              uid: "uid", hubDigest: `h${r.hub}`, ...(st.dueIn !== undefined ? { dueAt: w.now + st.dueIn } : {}) });
+              uid: "uid", hubDigest: `h${r.hub}`, unwatched: { keys: { ...ref }, digest: `u${r.unwatched}` },
+              ...(st.dueIn !== undefined ? { dueAt: w.now + st.dueIn } : {}) });
             // A reconcile that started before a watch event may not settle the order.
             expect(ok).toBe(r.eventsAtStart === w.events);
-            if (ok) recorded = stored = { ...r, at: w.now, ...(st.dueIn !== undefined ? { dueAt: w.now + st.dueIn } : {}) };
+            if (ok) recorded = stored = { ...r, compared: w.now, ...(st.dueIn !== undefined ? { dueAt: w.now + st.dueIn } : {}) };
             break;
           }
           case "check": {
@@ -136,8 +148,18 @@ describe("settled orders (property)", () => {
             expect(String(r.rv)).toBe(String(w.rv));
             expect(passListing).toBe(r.digest);
             expect(r.pin).toBe(w.pin);
-            expect(w.now).toBeLessThan(r.at + RESYNC);
             if (r.dueAt !== undefined) expect(w.now).toBeLessThan(r.dueAt);
+            if (c.resynced) {
+              // Compared just now: the unwatched inputs are as observed.
+              resynced++;
+              expect(r.unwatched).toBe(w.unwatched);
+              r.compared = w.now;
+              r.restored = false;
+            } else {
+              expect(r.restored).toBeFalsy(); // a restored record holds only after its comparisons
+              expect(w.now).toBeLessThan(r.compared + RESYNC);
+              if (r.unwatched !== w.unwatched) answeredStale++;
+            }
             break;
           }
         }
@@ -146,5 +168,7 @@ describe("settled orders (property)", () => {
     // The sequences reach the interesting cases, not only misses.
     expect(answeredSettled).toBeGreaterThan(RUNS / 10);
     expect(answeredRestored).toBeGreaterThan(0); // about 1 in 30 runs answers from a restored record (11 in 300 on average)
+    expect(resynced).toBeGreaterThan(0);
+    expect(answeredStale).toBeGreaterThan(0); // within its interval, an unwatched change is not yet seen (as designed)
   });
 });

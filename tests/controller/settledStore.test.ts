@@ -8,6 +8,7 @@ import { FileStateStore } from "../../stack/stateStore";
 
 const record = (key: string, over: Partial<StoredSettled> = {}): StoredSettled => ({
   key, uid: `uid-${key}`, resourceVersion: "10", bmiDigest: "b", hubDigest: "h", pin: "", until: 2_000_000_000_000, context: "c",
+  unwatched: { keys: { namespace: key.split("/")[0], name: key.split("/")[1], clusterId: "c1" }, digest: "u" },
   gauges: { tenant: "t", desired: 4, ready: 4, failed: 0 }, ...over,
 });
 
@@ -45,10 +46,18 @@ describe("settled records in the state store", () => {
     expect((await s.load()).map((r) => r.key)).toEqual(["ns/good"]);
   });
 
+  it("keeps a record with no end (no refresh, no requeue) and its unwatched keys as they were", () => {
+    const r = record("ns/a", { until: null, unwatched: { keys: { namespace: "ns", name: "a", clusterReference: { namespace: "ns", hostedClusterName: "hc" } }, digest: "u" } });
+    expect(parseStoredSettled(JSON.stringify(r))).toEqual(r);
+  });
+
   it.each<[string, unknown]>([
     ["a key that is not namespace/name", { ...record("x"), key: "no-slash" }],
     ["a missing digest", { ...record("ns/a"), hubDigest: undefined }],
     ["gauges of the wrong shape", { ...record("ns/a"), gauges: { tenant: "t", desired: "4" } }],
+    ["no unwatched inputs (a record of the version before)", { ...record("ns/a"), unwatched: undefined }],
+    ["unwatched keys of the wrong shape", { ...record("ns/a"), unwatched: { keys: { namespace: "ns", name: "a", clusterReference: { namespace: 1 } }, digest: "u" } }],
+    ["an unwatched digest that is not text", { ...record("ns/a"), unwatched: { keys: { namespace: "ns", name: "a" }, digest: 7 } }],
     ["not an object", "text"],
   ])("parseStoredSettled refuses %s", (_what, value) => {
     expect(parseStoredSettled(JSON.stringify(value))).toBeUndefined();

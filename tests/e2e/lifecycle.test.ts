@@ -152,6 +152,49 @@ describe("the reconciler on the lab", () => {
     await sound();
   });
 
+  it("at its resync time the settled order is compared, not observed; its Cluster moved to another version is observed", async () => {
+    for (const r of reconcilers) await r.stop();
+    // A short resync; the later tests keep this reconciler (their orders move, so the resync costs them nothing).
+    env = { ...env, BMW_RESYNC_INTERVAL_MS: "6000", BMW_LOG_LEVEL: "debug" };
+    const r = start("a-resync");
+    const key = `${ns}/${name}`;
+    const checks = () => logLines(r.logFile).filter((l) => l.msg === "settled check" && l.order === key).map((l) => String(l.outcome));
+    const reconciledSince = (i: number) => {
+      const lines = logLines(r.logFile);
+      const from = lines.filter((l) => l.msg === "settled check" && l.order === key)[i];
+      return lines.slice(lines.indexOf(from)).filter((l) => l.msg === "reconciled" && l.order === key).length;
+    };
+    // Settled, then compared at least twice at its resync time with nothing observed in between.
+    const firstHit = () => checks().findIndex((o) => o === "settled" || o === "resynced");
+    await eventuallyPasses(async () => {
+      const c = checks();
+      expect({ resynced: c.slice(Math.max(0, firstHit())).filter((o) => o === "resynced").length >= 2, outcomes: c })
+        .toMatchObject({ resynced: true });
+    }, 90_000, 1_000);
+    expect(reconciledSince(firstHit())).toBe(0);
+
+    // Its fulfillment Cluster moves to a ClusterVersion that does not exist: no watch sees it; the resync does.
+    const clusterId = (await probe.order())!.metadata.labels?.["osac.openshift.io/clusterorder-uuid"];
+    expect(clusterId).toBeTruthy();
+    const cluster = await f.clusters.get(clusterId!);
+    const moveTo = (version: { id?: string; name?: string }) => f.clusters.update({ id: clusterId!, spec: { version } } as never,
+      { updateMask: ["spec.version"] });
+    const atMove = checks().length;
+    await moveTo({ id: "cv-e2e-missing" });
+    try {
+      await eventuallyPasses(async () => {
+        expect(checks().slice(atMove)).toContain("unwatched-changed");
+        expect((await probe.order())!.status?.conditions?.find((c) => c.type === "RHCOSImageNotFound")).toMatchObject({ status: "True" });
+      }, 60_000, 1_000);
+    } finally {
+      await moveTo(cluster.spec?.version ?? {});
+    }
+    await eventuallyPasses(async () => {
+      expect((await probe.order())!.status?.conditions?.find((c) => c.type === "RHCOSImageNotFound")).toMatchObject({ status: "False" });
+    }, 60_000, 1_000);
+    await sound();
+  });
+
   it("scales up", async () => {
     await probe.setCount(0, 3);
     await converge(4);

@@ -111,6 +111,7 @@ describe("the stack layer on the postgres:// backend", () => {
     await db.query("CREATE TABLE settled_contract (key TEXT PRIMARY KEY, data JSON NOT NULL, updated_at TIMESTAMPTZ NOT NULL DEFAULT now())");
     await db.end();
     const record = (key: string, rv: string): StoredSettled => ({ key, uid: `u-${key}`, resourceVersion: rv, bmiDigest: "b", hubDigest: "h",
+      unwatched: { keys: { namespace: "n", name: "o", clusterReference: { namespace: "n", hostedClusterName: "hc" } }, digest: "u" },
       pin: "", until: 2_000_000_000_000, context: "c", gauges: { tenant: "t", desired: 2, ready: 2, failed: 0 } });
     const exerciseSettled = async (st: StateStore) => {
       const settled = new StateStoreSettled(st);
