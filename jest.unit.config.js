@@ -19,6 +19,7 @@ const UNIT_TESTS = [
   "tests/providers/checkDiff.test.ts",
   "tests/providers/markedLines.test.ts",
   "tests/providers/hostModules.test.ts",
+  "tests/providers/providerText.test.ts",
   "tests/config/**/*.test.ts",
   "tests/stack/eventLog.test.ts",
   "tests/stack/settingsFile.test.ts",

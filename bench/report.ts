@@ -30,7 +30,7 @@ export interface Integrity {
   requestedWorkers: number;
 }
 
-import type { LoadVariant, ProviderLoadVariant } from "./programLoad";
+import type { LoadVariant, ProviderLoadVariant, ReconcilerLoadVariant } from "./programLoad";
 
 export interface EventsResult {
   orders?: number;
@@ -55,6 +55,8 @@ export interface BenchResult {
   /** CPU of loading the program in a fresh Node process, per transpiler and compile-cache setting. */
   programLoad?: LoadVariant[];
   providerLoad?: ProviderLoadVariant[];
+  /** The reconciler's modules loaded in a fresh process, as the launcher loads them and as before (all packages external, TypeScript loaded). */
+  reconcilerLoad?: ReconcilerLoadVariant[];
   idleRssMiB: number;
   burst?: { orders: number; bmis: number; createMs: number; allBmisMs: number; stacksPerMinute: number };
   steady: SteadyInterval[];
@@ -161,8 +163,17 @@ export function renderMarkdown(r: BenchResult): string {
   if (fromSources && fromBundle) {
     out.push(`| provider host load CPU (the SDK and the providers' logic) from the prebuilt bundle, Node compile cache (median of ${fromBundle.cpuMs.length}) | ${fromBundle.medianCpuMs.toFixed(0)} ms | from the sources with ts-node + swc ${fromSources.medianCpuMs.toFixed(0)} ms | ${x(fromBundle.medianCpuMs, fromSources.medianCpuMs)} |`);
   }
+  const noTs = r.providerLoad?.find((v) => v.from === "bundle, no TypeScript");
+  if (fromBundle && noTs) {
+    out.push(`| the same, the SDK's TypeScript deferred (providers/hostLaunch.js, what our pulumi processes run) | ${noTs.medianCpuMs.toFixed(0)} ms | the SDK's host as it is ${fromBundle.medianCpuMs.toFixed(0)} ms | ${x(noTs.medianCpuMs, fromBundle.medianCpuMs)} |`);
+  }
   if (last) {
     out.push(`| reconciler RSS at ${last.orders} orders | ${last.rssMiB.toFixed(0)} MiB | idle, 0 orders ${r.idleRssMiB.toFixed(0)} MiB | ${x(last.rssMiB, r.idleRssMiB)} |`);
+  }
+  const loadNow = r.reconcilerLoad?.find((v) => v.how === "product");
+  const loadBefore = r.reconcilerLoad?.find((v) => v.how !== "product");
+  if (loadNow && loadBefore) {
+    out.push(`| the reconciler's modules loaded, fresh process: RSS / V8 heap in use (client-node bundled, the SDK's TypeScript deferred; median of ${loadNow.rssMiB.length}) | ${loadNow.medianRssMiB.toFixed(0)} / ${loadNow.medianHeapUsedMiB.toFixed(0)} MiB | every package from node_modules, TypeScript loaded ${loadBefore.medianRssMiB.toFixed(0)} / ${loadBefore.medianHeapUsedMiB.toFixed(0)} MiB | ${x(loadNow.medianRssMiB, loadBefore.medianRssMiB)} / ${x(loadNow.medianHeapUsedMiB, loadBefore.medianHeapUsedMiB)} |`);
   }
   out.push("", "Steady state as the number of workers grows (one timer interval each):", "",
     "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | settled (not observed) | fulfillment calls | calls per order | RSS |",

@@ -30,7 +30,7 @@ import { startLab, type Lab } from "../lab";
 import { ORDER_LABEL } from "../planner/names";
 import type { ClusterOrder } from "../planner/types";
 import { CpuProfile } from "./cpuProfile";
-import { measureProgramLoad, measureProviderLoad } from "./programLoad";
+import { measureProgramLoad, measureProviderLoad, measureReconcilerLoad } from "./programLoad";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
 import { renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
@@ -405,6 +405,8 @@ async function main(): Promise<void> {
   if (!record) log(`program load: ${programLoad.map((v) => `${v.transpiler}${v.compileCache ? "+cache" : ""} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
   const providerLoad = record ? [] : await measureProviderLoad(o.dir, 5);
   if (!record) log(`provider host load: ${providerLoad.map((v) => `${v.from} ${v.medianCpuMs.toFixed(0)} ms`).join(", ")}`);
+  const reconcilerLoad = record ? [] : await measureReconcilerLoad(o.dir, 3);
+  if (!record) log(`reconciler modules loaded: ${reconcilerLoad.map((v) => `${v.how} RSS ${v.medianRssMiB.toFixed(0)} MiB, heap ${v.medianHeapUsedMiB.toFixed(0)} MiB`).join("; ")}`);
   const floor = record ? { times: [], cpuSeconds: [] } : await measureFloor(o, {});
   if (!record) log(`floor: bare one-resource up median ${median(floor.times).toFixed(0)} ms, ${median(floor.cpuSeconds).toFixed(2)} CPU-s`);
 
@@ -458,6 +460,7 @@ async function main(): Promise<void> {
     floor: { runs: floor.times, medianMs: median(floor.times), cpuSeconds: floor.cpuSeconds, medianCpuSeconds: median(floor.cpuSeconds) },
     programLoad,
     providerLoad,
+    reconcilerLoad,
     steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0, pulumiByCommand: {},
   };
   if (record) (result.resumedAt ??= []).push(started.toISOString());

@@ -8,7 +8,8 @@
 "use strict";
 const path = require("node:path");
 const fs = require("node:fs");
-const { buildBundle, bundleKey, cacheDir } = require("../lib/bundler");
+const { buildBundle, bundleKey, cacheDir, CLI_INLINE_PACKAGES } = require("../lib/bundler");
+const { deferTypeScript } = require("../lib/deferTypeScript");
 
 const ROOT = path.resolve(__dirname, "..");
 const ENTRY = "cli/main.ts";
@@ -18,7 +19,7 @@ const SOURCE_DIRS = ["cli", "controller", "stack", "io", "program", "components"
 /** @returns {Promise<string>} */
 async function bundle() {
   const file = path.join(cacheDir(), "cli-bundle", `${bundleKey(ROOT, SOURCE_DIRS)}.js`);
-  if (!fs.existsSync(file)) await buildBundle({ root: ROOT, entry: ENTRY, outFile: file, externalPackages: true });
+  if (!fs.existsSync(file)) await buildBundle({ root: ROOT, entry: ENTRY, outFile: file, externalPackages: true, inlinePackages: CLI_INLINE_PACKAGES });
   return file;
 }
 
@@ -36,6 +37,7 @@ async function launch() {
     require("ts-node/register/transpile-only");
     file = path.join(ROOT, ENTRY);
   }
+  deferTypeScript(ROOT);
   /** @type {{ main(argv: string[]): void }} */
   const cli = require(file);
   cli.main(process.argv);

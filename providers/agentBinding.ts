@@ -4,7 +4,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { DesiredBinding } from "../planner/types";
 import type { AgentBindingInputs, AgentBindingOutputs } from "./agentBindingOps";
-import { lazyProvider } from "./lazyProvider";
+import { lazyProvider, LazyProviderResource } from "./lazyProvider";
 
 export type { AgentBindingInputs, AgentBindingOutputs } from "./agentBindingOps";
 
@@ -20,14 +20,14 @@ export type AgentBindingArgs = { [K in keyof DesiredBinding]: pulumi.Input<Desir
   bmiId?: pulumi.Input<string>;
 };
 
-export class AgentBinding extends pulumi.dynamic.Resource {
+export class AgentBinding extends LazyProviderResource {
   declare public readonly state: pulumi.Output<string | undefined>;
   declare public readonly bound: pulumi.Output<boolean>;
   declare public readonly approved: pulumi.Output<boolean>;
   declare public readonly resourceVersion: pulumi.Output<string>;
 
   constructor(name: string, args: AgentBindingArgs, opts?: pulumi.CustomResourceOptions) {
-    super(agentBindingProvider, name, { ...args, state: undefined, bound: undefined, approved: undefined, resourceVersion: undefined },
-      opts, "baremetal-workers", "AgentBinding");
+    super(agentBindingProvider, "baremetal-workers", "AgentBinding", name,
+      { ...args, state: undefined, bound: undefined, approved: undefined, resourceVersion: undefined }, opts);
   }
 }

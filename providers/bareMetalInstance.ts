@@ -6,7 +6,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { DesiredBmi, ObservedBmi } from "../planner/types";
 import type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "./bareMetalInstanceOps";
 import type { FulfillmentConnection } from "../config/settings";
-import { lazyProvider } from "./lazyProvider";
+import { lazyProvider, LazyProviderResource } from "./lazyProvider";
 
 export type { BareMetalInstanceInputs, BareMetalInstanceOutputs, DeleteGuard } from "./bareMetalInstanceOps";
 
@@ -25,7 +25,7 @@ export type BareMetalInstanceArgs = { [K in keyof DesiredBmi]: pulumi.Input<Desi
   guard?: pulumi.Input<DeleteGuard>;
 };
 
-export class BareMetalInstanceResource extends pulumi.dynamic.Resource {
+export class BareMetalInstanceResource extends LazyProviderResource {
   declare public readonly name: pulumi.Output<string>;
   declare public readonly bmiId: pulumi.Output<string>;
   declare public readonly state: pulumi.Output<ObservedBmi["state"]>;
@@ -43,9 +43,9 @@ export class BareMetalInstanceResource extends pulumi.dynamic.Resource {
       // Declared so the outputs exist on the resource object before create returns them.
       bmiId: undefined, state: undefined, deleting: undefined, macs: undefined, failureReason: undefined, failureMessage: undefined,
     };
-    super(bareMetalInstanceProvider, name, props, {
+    super(bareMetalInstanceProvider, "baremetal-workers", "BareMetalInstance", name, props, {
       ...opts,
       additionalSecretOutputs: [...new Set([...(opts.additionalSecretOutputs ?? []), "userData"])],
-    }, "baremetal-workers", "BareMetalInstance");
+    });
   }
 }

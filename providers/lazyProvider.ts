@@ -1,9 +1,10 @@
-// A dynamic provider whose logic is loaded at run time. Pulumi serializes the provider object into the
-// stack (__provider) with everything its methods capture, so the object built here captures only the
-// operations module's path, the resource kind and the loader; the logic (with its gRPC, client-node and
-// Node built-in imports) is loaded by providers/loader.ts inside the provider host.
-import type * as pulumi from "@pulumi/pulumi";
-import { loadProjectModule } from "./loader";
+// Our dynamic resources: Pulumi dynamic resources (the nodejs dynamic provider host runs them) whose
+// provider object is providers/providerModule.js. Its methods hold no imports; each call loads the type's
+// operations module, with its gRPC, client-node and Node built-in imports, inside the provider host.
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { providerOf } from "./providerModule";
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -37,31 +38,34 @@ export interface LazyProviderSpec {
 
 /**
  * The provider object of one resource type, delegating every method to the operations module at
- * `spec.opsPath`. `Ops` is that module's type (`typeof import(...)`), checked against ProviderOps.
+ * `spec.opsPath` (`Ops`, that module's type, checked against ProviderOps at compile time; `opsType` is never
+ * set). This process never calls it:
+ * the provider host builds the same object from the resource's provider text.
  */
 export function lazyProvider<Inputs, Outputs, Ops extends ProviderOps<Inputs, Outputs>>(spec: LazyProviderSpec):
-  LazyProvider<Inputs, Outputs> {
+  LazyProvider<Inputs, Outputs> & { readonly spec: LazyProviderSpec; readonly opsType?: Ops } {
+  return Object.assign(providerOf(spec) as unknown as LazyProvider<Inputs, Outputs>, { spec });
+}
+
+let moduleText: string | undefined;
+
+/**
+ * The module the provider host evaluates for a resource of this type: providers/providerModule.js and a
+ * handler that builds the provider object of `spec` (no secret, no path of this machine).
+ */
+export function providerText(spec: LazyProviderSpec): string {
+  moduleText ??= fs.readFileSync(path.join(__dirname, "providerModule.js"), "utf8");
   const { kind, opsPath, importHint } = spec;
-  const ops = () => loadProjectModule(opsPath) as Ops;
-  return {
-    async check(olds, news) {
-      return ops().check(olds, news);
-    },
-    async diff(id, olds, news) {
-      return ops().diff(id, olds, news);
-    },
-    async create(inputs) {
-      return ops().create(inputs);
-    },
-    async read(id, props) {
-      if (!props) throw new Error(`${kind} ${id}: import is not supported${importHint ? `; ${importHint}` : ""}`);
-      return ops().read(id, props);
-    },
-    async update(id, olds, news) {
-      return ops().update(id, olds, news);
-    },
-    async delete(id, props) {
-      return ops().remove(id, props);
-    },
-  };
+  return `${moduleText}\nmodule.exports.handler = () => providerOf(${JSON.stringify({ kind, opsPath, ...(importHint ? { importHint } : {}) })});\n`;
+}
+
+/**
+ * A dynamic resource as `pulumi.dynamic.Resource` declares one (the same type token, `__provider` among
+ * its inputs), with providerText as its provider.
+ */
+export abstract class LazyProviderResource extends pulumi.CustomResource {
+  protected constructor(provider: { readonly spec: LazyProviderSpec }, module: string, type: string, name: string,
+    props: pulumi.Inputs, opts?: pulumi.CustomResourceOptions) {
+    super(`pulumi-nodejs:dynamic/${module}:${type}`, name, { ...props, __provider: providerText(provider.spec) }, opts);
+  }
 }

@@ -102,8 +102,9 @@ export function pulumiEnv(tc: Toolchain, extra: Record<string, string> = {}): Re
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
     PULUMI_CREDENTIAL_STORE: "plaintext",
     PULUMI_FALLBACK_TO_STATE_SECRETS_MANAGER: "true",
-    // The dynamic-provider shim would otherwise start a node process on every update just to find this path.
-    PULUMI_DYNAMIC_PROVIDER_SCRIPT_PATH: require.resolve("@pulumi/pulumi/cmd/dynamic-provider"),
+    // The SDK's dynamic-provider host without TypeScript (providers/hostLaunch.js); named here, the shim also
+    // need not start a node process on every update just to find the host's path.
+    PULUMI_DYNAMIC_PROVIDER_SCRIPT_PATH: path.join(PROJECT_ROOT, "providers", "hostLaunch.js"),
     // Every update starts two Node processes (program, provider host) that load the same large modules;
     // Node's on-disk compile cache (keyed by file content) spares them most of the parsing each time.
     NODE_COMPILE_CACHE: nodeCompileCacheDir(tc),

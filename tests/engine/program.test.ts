@@ -15,6 +15,11 @@ import { startTestLab, type TestLab } from "../support/labEnv";
 import { assertNoBmiReplace } from "../support/previewCheck";
 import { summarizeEventLog } from "../../stack/eventLog";
 import { describeStepDifference, stepDifference } from "../../stack/stepParity";
+import type { StackState } from "../../stack/operations";
+import { providerText } from "../../providers/lazyProvider";
+import { agentBindingProvider } from "../../providers/agentBinding";
+import { bareMetalInstanceProvider } from "../../providers/bareMetalInstance";
+import { runTsJson } from "../support/run";
 
 jest.setTimeout(600_000);
 
@@ -77,6 +82,24 @@ describe("the program of one ClusterOrder's stack", () => {
     }, 180_000, 1_000);
     const again = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; steady" });
     expect({ ...again.changes, same: 0 }).toEqual({ create: 0, update: 0, delete: 0, replace: 0, same: 0 });
+    expect(await orderBmis()).toHaveLength(3);
+  });
+
+  it("a state whose resources hold the SDK's serialized provider (before providerModule.js) updates with nothing but same steps", async () => {
+    const sdkTexts = await runTsJson<Record<string, string>>("tests/providers/serialize-sdk.ts", []);
+    type Res = { type: string; inputs?: Record<string, unknown>; outputs?: Record<string, unknown> };
+    const dynamic = (st: StackState) => ((st.deployment as { resources: Res[] }).resources).filter((r) => r.type in sdkTexts);
+    const state = await app.stacks.exportStack(ref);
+    expect(dynamic(state).length).toBeGreaterThanOrEqual(6); // 3 BMIs, 3 bindings
+    const specOf = (type: string) => (type.endsWith(":BareMetalInstance") ? bareMetalInstanceProvider : agentBindingProvider).spec;
+    for (const [type, text] of Object.entries(sdkTexts)) expect(text).not.toBe(providerText(specOf(type)));
+    for (const r of dynamic(state)) {
+      for (const bag of [r.inputs, r.outputs]) if (bag && "__provider" in bag) bag.__provider = sdkTexts[r.type];
+    }
+    await app.stacks.importStack(ref, state);
+    const up = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; provider text" });
+    expect({ ...up.changes, same: 0 }).toEqual({ create: 0, update: 0, delete: 0, replace: 0, same: 0 });
+    for (const r of dynamic(await app.stacks.exportStack(ref))) expect(r.inputs?.__provider).toBe(providerText(specOf(r.type)));
     expect(await orderBmis()).toHaveLength(3);
   });
 

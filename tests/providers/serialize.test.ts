@@ -1,5 +1,5 @@
-// The serialized providers (the __provider text Pulumi stores in state) are small, hold no secrets
-// and no project code beyond the loader, and still work when loaded the way the provider host does.
+// The provider texts (the __provider Pulumi stores in state) are small, hold no secrets and no project
+// code beyond the loader, and work when loaded the way the provider host does.
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { runTsJson } from "../support/run";

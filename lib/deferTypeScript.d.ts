@@ -1,0 +1,2 @@
+export function deferTypeScript(root: string): boolean;
+export function typeScriptLoaded(): boolean;
