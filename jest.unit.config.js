@@ -21,6 +21,7 @@ const UNIT_TESTS = [
   "tests/providers/hostModules.test.ts",
   "tests/providers/providerText.test.ts",
   "tests/config/**/*.test.ts",
+  "tests/lib/deadline.test.ts",
   "tests/stack/eventLog.test.ts",
   "tests/stack/settingsFile.test.ts",
   "tests/property/previewCheck.test.ts",

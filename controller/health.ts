@@ -5,6 +5,7 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as k8s from "@kubernetes/client-node";
+import { within } from "../lib/deadline";
 
 export interface Check {
   ok: boolean;
@@ -69,19 +70,11 @@ export function electionCheck(e: ElectionState): Check {
 /** Probes the API server's /version (allowed to every authenticated user) with a deadline. */
 export async function kubeReachable(kc: k8s.KubeConfig, timeoutMs = 3_000): Promise<Check> {
   const api = kc.makeApiClient(k8s.VersionApi);
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<Check>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, detail: `kube-apiserver did not answer in ${timeoutMs} ms` }), timeoutMs);
-  });
   try {
-    return await Promise.race([
-      api.getCode().then((v) => ({ ok: true, detail: `kube-apiserver ${v.gitVersion}` })),
-      deadline,
-    ]);
+    return await within(api.getCode().then((v): Check => ({ ok: true, detail: `kube-apiserver ${v.gitVersion}` })), timeoutMs,
+      (): Check => ({ ok: false, detail: `kube-apiserver did not answer in ${timeoutMs} ms` }));
   } catch (e) {
     return { ok: false, detail: `kube-apiserver unreachable: ${e instanceof Error ? e.message : String(e)}` };
-  } finally {
-    clearTimeout(timer);
   }
 }
 

@@ -16,6 +16,7 @@ import { NotLeaderError } from "../lib/notLeader";
 type Logger = ReturnType<typeof createLogger>;
 import { ReconcileLoop } from "./loop";
 import { ReconcilerMetrics, type OrderWorkerCounts } from "./metrics";
+import { orderKey } from "./reconcileDeps";
 import { Slots } from "./slots";
 import { loadKubeConfig } from "../clients/kube";
 import type { LoopSettings } from "../config/loopSettings";
@@ -94,7 +95,7 @@ async function restoreSettled(app: App, log: Logger): Promise<void> {
 function settledCheckObserver(app: App, metrics: ReconcilerMetrics, counts: Map<string, OrderWorkerCounts>, log: Logger) {
   return (ref: OrderRef, outcome: string): void => {
     metrics.countSettledCheck(outcome);
-    const k = `${ref.namespace}/${ref.name}`;
+    const k = orderKey(ref);
     log.debug({ order: k, outcome }, "settled check");
     const gauges = (outcome === "settled" || outcome === "resynced") && !counts.has(k) ? app.settled.gauges(ref) : undefined;
     if (gauges) {

@@ -27,6 +27,7 @@ import type { UnwatchedKeys } from "../io/unwatched";
 import { orderKey } from "./reconcileDeps";
 import type { OrderWorkerCounts } from "./metrics";
 import type { SettledStore, StoredSettled } from "./settledStore";
+import { within } from "../lib/deadline";
 
 export interface SettledOrdersOptions {
   /** The hub's BMIs, digested per order uid; listed at most once per pass. */
@@ -256,7 +257,7 @@ export class SettledOrders {
     const { uid, hubDigest, unwatched } = s;
     if (uid === undefined || hubDigest === undefined || unwatched === undefined) return "expired";
     const listHub = this.opts.listHubDigests;
-    if (!listHub || !(await within(this.watching, WATCH_WAIT_MS))) return "hub-unreadable";
+    if (!listHub || !(await within(this.watching, WATCH_WAIT_MS, () => false))) return "hub-unreadable";
     const hubOf = await (this.passHub ??= listHub().catch(() => undefined));
     if (!hubOf) return "hub-unreadable";
     if (hubOf({ namespace: ref.namespace, name: ref.name, uid }) !== hubDigest) return "hub-changed";
@@ -269,19 +270,6 @@ export class SettledOrders {
 }
 
 const WATCH_WAIT_MS = 10_000;
-
-/** The promise's value, or false when it has not resolved within `ms`. */
-async function within(p: Promise<boolean>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** A rollback pin as the settled record compares it ("" for none). */
 export function pinKey(pin: Readonly<Pin> | undefined): string {

@@ -17,6 +17,7 @@ import * as grpc from "@grpc/grpc-js";
 import { LanguageRuntimeService } from "@pulumi/pulumi/proto/language_grpc_pb";
 import { encodeHandoff, type HandoffSource, writeHandoff } from "../io/handoff";
 import type { Observation, OrderRef } from "../io/observe";
+import { within } from "../lib/deadline";
 
 export type PulumiProgram = () => Promise<Record<string, unknown> | void>;
 
@@ -85,9 +86,7 @@ function endHeldIfQuiet(): void {
 
 /** Serves `program` on a loopback port for one CLI run. */
 export async function serveProgram(program: PulumiProgram): Promise<ServedProgram> {
-  let waited: NodeJS.Timeout | undefined;
-  await Promise.race([ending, new Promise((resolve) => (waited = setTimeout(resolve, ENDING_WAIT_MS)))]);
-  clearTimeout(waited);
+  await within(ending, ENDING_WAIT_MS, () => undefined);
   const { LanguageServer, channelOptions, runClients } = sdkInternals();
   let clients: RunClients | undefined;
   let fail: (err: unknown) => void = () => undefined;

@@ -34,8 +34,18 @@ export function isOversizedPage(err: unknown): boolean {
   return e?.code === 8 /* RESOURCE_EXHAUSTED */ && /larger than max/i.test(String(e.details ?? e.message ?? ""));
 }
 
+/**
+ * The page size a kind's listings have learned to fit the channel: each listing starts from it, and a
+ * listing that had to halve its pages leaves the smaller size for the next (a kind's objects keep their size).
+ */
+export interface PageLimit {
+  limit: number;
+}
+
 export interface CollectOptions<T> {
   pageSize?: number;
+  /** Shared by listings of one kind; without it each listing starts at `pageSize`. */
+  learned?: PageLimit;
   /** Identity of an item; with it, an item seen twice makes the listing inconsistent. */
   key?: (item: T) => string;
   attempts?: number;
@@ -51,8 +61,11 @@ export async function collectPages<T>(fetch: PageFetcher<T>, opts: CollectOption
   const o: CollectOptions<T> = typeof opts === "number" ? { pageSize: opts } : opts;
   const pageSize = o.pageSize ?? MAX_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new Error(`page size must be a positive integer, got ${pageSize}`);
-  const state = { limit: Math.min(pageSize, MAX_PAGE_SIZE) };
-  return retry(() => collectOnce(fetch, state, o.key), {
+  const state = { limit: Math.min(pageSize, MAX_PAGE_SIZE, o.learned?.limit ?? MAX_PAGE_SIZE) };
+  const learn = () => {
+    if (o.learned && state.limit < o.learned.limit) o.learned.limit = state.limit;
+  };
+  return retry(() => collectOnce(fetch, state, o.key).finally(learn), {
     policy: { maxAttempts: Math.max(1, o.attempts ?? LIST_ATTEMPTS), initialDelayMs: 50, maxDelayMs: 200 },
     retryable: (err) => err instanceof InconsistentListError,
   });

@@ -4,7 +4,7 @@ import type { FieldMask, Metadata } from "./types";
 import type { CreateOptions, ListOptions, ResourceApi, UpdateOptions } from "./api";
 import type { CallOptions, UnaryCaller, UnaryMethod } from "./connection";
 import type { CelFilter } from "./filter";
-import { collectPages, ListPage, MAX_PAGE_SIZE } from "./paging";
+import { collectPages, ListPage, MAX_PAGE_SIZE, type PageLimit } from "./paging";
 
 /** Every object the program creates through the private API belongs to the built-in system tenant. */
 export const SYSTEM_TENANT = "system";
@@ -24,6 +24,9 @@ export class MissingIdError extends Error {
 }
 
 export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> implements ResourceApi<O, OOut> {
+  /** The page size this kind's listings fit the channel with (BMIs carry their ignition). */
+  private readonly pageLimit: PageLimit = { limit: MAX_PAGE_SIZE };
+
   constructor(
     private readonly conn: UnaryCaller,
     private readonly methods: CrudMethods<O, OOut>,
@@ -47,7 +50,7 @@ export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> impl
   listAll(filter?: CelFilter, pageSize = MAX_PAGE_SIZE): Promise<OOut[]> {
     const method = this.methods.List.path;
     return collectPages((offset, limit) => this.list({ filter, offset, limit }), {
-      pageSize,
+      pageSize, learned: this.pageLimit,
       key: (o) => {
         const id = (o as { id?: string }).id;
         if (!id) throw new MissingIdError(`${method}: the service sent an item without an id; the list cannot be used`);

@@ -12,6 +12,7 @@ import type { HubApi } from "./api";
 import { validClusterOrder } from "./clusterOrder";
 import { classifyKubeError, isConflict, isNotFound, KubeError } from "./errors";
 import { fieldManagerConflicts, withoutFields } from "./fieldConflicts";
+import { within } from "../../lib/deadline";
 import type {
   AgentObject, AgentPatch, ClusterDeploymentObject, EventInput, InfraEnvObject, LeaseObject, NodePoolObject, ObjectMeta, ObjectRef,
   WatchEventType,
@@ -324,16 +325,12 @@ export class Kube implements HubApi {
    * and one stalled connection would otherwise stop the reconcile of an order, and the loop with it.
    */
   private async call<T>(operation: string, fn: () => Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new KubeError(operation, 504, "Timeout", `no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
-    });
     try {
-      return await Promise.race([fn(), timeout]);
+      return await within(fn(), this.timeoutMs, (): never => {
+        throw new KubeError(operation, 504, "Timeout", `no answer within ${this.timeoutMs} ms`);
+      });
     } catch (err) {
       throw err instanceof KubeError ? err : classifyKubeError(operation, err);
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -26,6 +26,17 @@ describe("collectPages", () => {
     expect(limits.at(-1)).toBe(1); // the closing page that must be empty
   });
 
+  it("a second listing of the same kind starts at the page size the first one learned", async () => {
+    const learned = { limit: 1000 };
+    const first: number[] = [];
+    await collectPages(source(25, 3, first), { pageSize: 20, learned });
+    expect(learned.limit).toBe(3);
+    const second: number[] = [];
+    expect(await collectPages(source(25, 3, second), { pageSize: 20, learned })).toHaveLength(25);
+    expect(second.filter((l) => l > 3)).toEqual([]); // no oversized page tried again
+    expect(second.length).toBe(first.length - 3);
+  });
+
   it("gives up when even one object does not fit, and passes other errors through", async () => {
     await expect(collectPages(source(5, 0, []), 8)).rejects.toThrow(/larger than max/);
     const quota = Object.assign(new Error("RESOURCE_EXHAUSTED: quota"), { code: 8, details: "quota exceeded" });
