@@ -32,7 +32,7 @@ export function classify(cmdline: string): ProcessKind {
   if (exe === "pulumi") return "pulumi CLI";
   if (exe === "pulumi-language-nodejs") return "language host";
   if (exe.startsWith("pulumi-resource-kubernetes")) return "kubernetes provider";
-  if (cmdline.includes("dynamic-provider") || exe === "pulumi-resource-pulumi-nodejs") return "dynamic-provider host (node)";
+  if (cmdline.includes("dynamic-provider") || cmdline.includes("hostLaunch.js") || exe === "pulumi-resource-pulumi-nodejs") return "dynamic-provider host (node)";
   if (cmdline.includes("@pulumi/pulumi/cmd/run")) return "program (node)";
   if (cmdline.includes("cli/launch.js") || cmdline.includes("cli/main.ts")) return "reconciler";
   return "other";
