@@ -51,6 +51,16 @@ export class ObserveCache {
   }
 
   /**
+   * The shared catalog when a load of it is fresh (done or in flight), without loading: for a reader that
+   * must not fill the cache with what it loads itself (a settled order's resync loads without creating the
+   * system catalog item, which an observation's load may do).
+   */
+  cachedCatalog<T>(): Promise<T> | undefined {
+    const e = this.catalogEntry;
+    return e && this.now() - e.at < this.catalogTtlMs ? (e.value as Promise<T>) : undefined;
+  }
+
+  /**
    * An InfraEnv's ignition. The key includes the InfraEnv's resourceVersion, so any change to it (a new
    * pull secret, a re-generated image) is fetched again at once; the TTL bounds what we cannot see.
    */

@@ -11,7 +11,7 @@ import type { ObjectMeta } from "../clients/kube";
 import type { ClusterOrder, DiskImageResolution, Snapshot } from "../planner/types";
 import { CLUSTER_ID_LABEL, type DiskImageKeys, passReads, resolveOrderDiskImage } from "./diskImage";
 import type { ObserveCache } from "./observeCache";
-import { catalogInputs, type FulfillmentTally, loadSharedCatalog } from "./sharedCatalog";
+import { catalogInputs, type FulfillmentTally, loadSharedCatalog, type SharedCatalog } from "./sharedCatalog";
 
 /** What of an order its unwatched inputs depend on: all of it is in the order, so its resourceVersion covers it. */
 export interface UnwatchedKeys extends DiskImageKeys {
@@ -78,10 +78,9 @@ export interface UnwatchedDeps {
 export async function listUnwatchedDigests(deps: UnwatchedDeps, tally: FulfillmentTally = { calls: 0, systemSeen: false }):
   Promise<(keys: UnwatchedKeys) => Promise<string>> {
   const f = deps.fulfillment;
-  const load = () => loadSharedCatalog(f, false, tally);
-  const [cds, reads, shared] = await Promise.all([
-    deps.listClusterDeployments(), passReads(f, tally), deps.cache ? deps.cache.catalog(load, ([, i]) => i.ok) : load(),
-  ]);
+  // An observation's cached catalog if there is one; its own load (which creates nothing) is not cached.
+  const catalog = deps.cache?.cachedCatalog<SharedCatalog>() ?? loadSharedCatalog(f, false, tally);
+  const [cds, reads, shared] = await Promise.all([deps.listClusterDeployments(), passReads(f, tally), catalog]);
   const byNs = new Map<string, Pick<ObjectMeta, "name" | "namespace">[]>();
   for (const cd of cds) byNs.set(cd.namespace ?? "", [...(byNs.get(cd.namespace ?? "") ?? []), cd]);
   const { catalogItem, instanceTypes } = catalogInputs(shared);

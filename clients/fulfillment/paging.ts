@@ -35,11 +35,21 @@ export function isOversizedPage(err: unknown): boolean {
 }
 
 /**
- * The page size a kind's listings have learned to fit the channel: each listing starts from it, and a
- * listing that had to halve its pages leaves the smaller size for the next (a kind's objects keep their size).
+ * The page size a kind's listings have learned to fit the channel. Each listing starts from it. A listing
+ * that succeeded after halving its pages leaves the size it succeeded with; a listing that failed leaves
+ * nothing; after GROW_AFTER listings that needed no halving the size doubles again (up to the cap), so one
+ * large object once listed does not shrink the pages for the life of the process.
  */
 export interface PageLimit {
   limit: number;
+  /** Listings in a row that succeeded without halving. */
+  clean: number;
+}
+
+export const GROW_AFTER = 20;
+
+export function pageLimit(): PageLimit {
+  return { limit: MAX_PAGE_SIZE, clean: 0 };
 }
 
 export interface CollectOptions<T> {
@@ -61,14 +71,25 @@ export async function collectPages<T>(fetch: PageFetcher<T>, opts: CollectOption
   const o: CollectOptions<T> = typeof opts === "number" ? { pageSize: opts } : opts;
   const pageSize = o.pageSize ?? MAX_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1) throw new Error(`page size must be a positive integer, got ${pageSize}`);
-  const state = { limit: Math.min(pageSize, MAX_PAGE_SIZE, o.learned?.limit ?? MAX_PAGE_SIZE) };
-  const learn = () => {
-    if (o.learned && state.limit < o.learned.limit) o.learned.limit = state.limit;
-  };
-  return retry(() => collectOnce(fetch, state, o.key).finally(learn), {
+  const start = Math.min(pageSize, MAX_PAGE_SIZE, o.learned?.limit ?? MAX_PAGE_SIZE);
+  const state = { limit: start };
+  const items = await retry(() => collectOnce(fetch, state, o.key), {
     policy: { maxAttempts: Math.max(1, o.attempts ?? LIST_ATTEMPTS), initialDelayMs: 50, maxDelayMs: 200 },
     retryable: (err) => err instanceof InconsistentListError,
   });
+  if (o.learned) learnPageLimit(o.learned, start, state.limit);
+  return items;
+}
+
+/** What a successful listing that started at `start` and ended at `ended` teaches its kind. */
+function learnPageLimit(learned: PageLimit, start: number, ended: number): void {
+  if (ended < start) {
+    learned.limit = ended;
+    learned.clean = 0;
+  } else if (learned.limit < MAX_PAGE_SIZE && ++learned.clean >= GROW_AFTER) {
+    learned.limit = Math.min(MAX_PAGE_SIZE, learned.limit * 2);
+    learned.clean = 0;
+  }
 }
 
 async function collectOnce<T>(fetch: PageFetcher<T>, state: { limit: number }, key?: (item: T) => string): Promise<T[]> {

@@ -4,7 +4,7 @@ import type { FieldMask, Metadata } from "./types";
 import type { CreateOptions, ListOptions, ResourceApi, UpdateOptions } from "./api";
 import type { CallOptions, UnaryCaller, UnaryMethod } from "./connection";
 import type { CelFilter } from "./filter";
-import { collectPages, ListPage, MAX_PAGE_SIZE, type PageLimit } from "./paging";
+import { collectPages, ListPage, MAX_PAGE_SIZE, type PageLimit, pageLimit } from "./paging";
 
 /** Every object the program creates through the private API belongs to the built-in system tenant. */
 export const SYSTEM_TENANT = "system";
@@ -25,7 +25,7 @@ export class MissingIdError extends Error {
 
 export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> implements ResourceApi<O, OOut> {
   /** The page size this kind's listings fit the channel with (BMIs carry their ignition). */
-  private readonly pageLimit: PageLimit = { limit: MAX_PAGE_SIZE };
+  private readonly pageLimit: PageLimit = pageLimit();
 
   constructor(
     private readonly conn: UnaryCaller,
@@ -50,7 +50,8 @@ export class ResourceClient<O extends { metadata?: Metadata | null }, OOut> impl
   listAll(filter?: CelFilter, pageSize = MAX_PAGE_SIZE): Promise<OOut[]> {
     const method = this.methods.List.path;
     return collectPages((offset, limit) => this.list({ filter, offset, limit }), {
-      pageSize, learned: this.pageLimit,
+      // A caller's own smaller page size is its choice, not something the kind learned.
+      pageSize, learned: pageSize >= MAX_PAGE_SIZE ? this.pageLimit : undefined,
       key: (o) => {
         const id = (o as { id?: string }).id;
         if (!id) throw new MissingIdError(`${method}: the service sent an item without an id; the list cannot be used`);

@@ -1,6 +1,6 @@
 // collectPages: offset/limit paging, and a page too large for the channel fetched again in halves.
 import type { Connection } from "../../clients/fulfillment/connection";
-import { collectPages, InconsistentListError, isOversizedPage, type ListPage } from "../../clients/fulfillment/paging";
+import { collectPages, GROW_AFTER, InconsistentListError, isOversizedPage, type ListPage, pageLimit } from "../../clients/fulfillment/paging";
 import { type CrudMethods, MissingIdError, ResourceClient } from "../../clients/fulfillment/resource";
 
 const oversized = () => Object.assign(new Error("List: RESOURCE_EXHAUSTED: Received message larger than max (6326157 vs 4194304)"),
@@ -27,7 +27,7 @@ describe("collectPages", () => {
   });
 
   it("a second listing of the same kind starts at the page size the first one learned", async () => {
-    const learned = { limit: 1000 };
+    const learned = pageLimit();
     const first: number[] = [];
     await collectPages(source(25, 3, first), { pageSize: 20, learned });
     expect(learned.limit).toBe(3);
@@ -35,6 +35,15 @@ describe("collectPages", () => {
     expect(await collectPages(source(25, 3, second), { pageSize: 20, learned })).toHaveLength(25);
     expect(second.filter((l) => l > 3)).toEqual([]); // no oversized page tried again
     expect(second.length).toBe(first.length - 3);
+  });
+
+  it("a listing that fails teaches nothing, and the size grows back after listings that needed no halving", async () => {
+    const learned = { limit: 8, clean: 0 };
+    await expect(collectPages(source(5, 0, []), { pageSize: 1000, learned })).rejects.toThrow(/larger than max/);
+    expect(learned).toEqual({ limit: 8, clean: 0 }); // one object too large for the channel: not a size for the kind
+    for (let i = 0; i < GROW_AFTER; i++) await collectPages(source(30, 1000, []), { learned });
+    expect(learned.limit).toBe(16);
+    expect(learned.clean).toBe(0);
   });
 
   it("gives up when even one object does not fit, and passes other errors through", async () => {

@@ -18,6 +18,16 @@ describe("ObserveCache", () => {
     expect(await cache.catalog(load)).toBe(3); // the failure was not kept
   });
 
+  it("offers a fresh catalog to a reader that does not load into it, and nothing once it is stale", async () => {
+    let t = 0;
+    const cache = new ObserveCache({ catalogTtlMs: 1_000, now: () => t });
+    expect(cache.cachedCatalog()).toBeUndefined();
+    void cache.catalog(async () => "created");
+    expect(await cache.cachedCatalog()).toBe("created");
+    t = 1_000;
+    expect(cache.cachedCatalog()).toBeUndefined();
+  });
+
   it("keeps a good ignition per key for its TTL and never keeps a refusal", async () => {
     let t = 0;
     let fetches = 0;

@@ -35,3 +35,10 @@ it("serializes each provider without secrets and loads its logic at run time", a
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+it("the SDK's serialized provider text, which states written before keep in their outputs, still runs the current operations", async () => {
+  const r = await runTsJson<{ texts: Record<string, string>; refused: Record<string, string[]> }>("tests/providers/serialize-sdk.ts", ["--load"]);
+  expect(r.refused["pulumi-nodejs:dynamic/baremetal-workers:BareMetalInstance"]).toContain("name");
+  expect(r.refused["pulumi-nodejs:dynamic/baremetal-workers:AgentBinding"]).toContain("agentName");
+  for (const text of Object.values(r.texts)) expect(text).toContain("loadProjectModule");
+});
