@@ -5,9 +5,9 @@
 // Cluster listing, one lookup per distinct ClusterVersion and DiskImage, the cached catalog), with the
 // digest its observation made (controller/settledOrders.ts). A digest only ever lets a reconcile be
 // skipped; it never stands in for an observation that plans.
-import * as crypto from "node:crypto";
 import type { FulfillmentApi } from "../clients/fulfillment";
 import type { ObjectMeta } from "../clients/kube";
+import { canonicalJson, sha256 } from "../planner/fingerprint";
 import type { ClusterOrder, DiskImageResolution, Snapshot } from "../planner/types";
 import { CLUSTER_ID_LABEL, type DiskImageKeys, passReads, resolveOrderDiskImage } from "./diskImage";
 import type { ObserveCache } from "./observeCache";
@@ -32,18 +32,7 @@ export function unwatchedKeys(order: ClusterOrder): UnwatchedKeys {
 export type UnwatchedInputs = Pick<Snapshot, "clusterDeployment" | "diskImage" | "catalogItem" | "instanceTypes">;
 
 export function unwatchedDigest(inputs: UnwatchedInputs): string {
-  const text = canonical([inputs.clusterDeployment ?? null, inputs.diskImage, inputs.catalogItem, inputs.instanceTypes]);
-  return crypto.createHash("sha256").update(text).digest("hex");
-}
-
-/** JSON with every object's keys sorted: equal values, equal text, whatever order they were built in. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
-  if (v && typeof v === "object") {
-    const entries = Object.entries(v).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(",")}}`;
-  }
-  return JSON.stringify(v);
+  return sha256(canonicalJson([inputs.clusterDeployment ?? null, inputs.diskImage, inputs.catalogItem, inputs.instanceTypes]));
 }
 
 /**
