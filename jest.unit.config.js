@@ -22,6 +22,7 @@ const UNIT_TESTS = [
   "tests/providers/providerText.test.ts",
   "tests/config/**/*.test.ts",
   "tests/lib/deadline.test.ts",
+  "tests/lib/memoryTrim.test.ts",
   "tests/stack/eventLog.test.ts",
   "tests/stack/settingsFile.test.ts",
   "tests/property/previewCheck.test.ts",

@@ -81,6 +81,8 @@ export interface ReconcilerSettings extends Settings {
   programMode: ProgramMode;
   /** History entries kept per stack (BMW_HISTORY_RETENTION). */
   historyRetention: number;
+  /** How often the reconciler returns the C heap's free pages to the system (BMW_MEMORY_TRIM_INTERVAL_MS; 0: never; lib/memoryTrim.ts). */
+  memoryTrimIntervalMs: number;
 }
 
 export const DEFAULT_KUBE_TIMEOUT_MS = 30_000;
@@ -88,6 +90,7 @@ export const DEFAULT_REFRESH_INTERVAL_MS = 3_600_000;
 export const DEFAULT_PROGRESS_REPORT_MS = 10_000;
 export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
 export const DEFAULT_HISTORY_RETENTION = 100;
+export const DEFAULT_MEMORY_TRIM_INTERVAL_MS = 60_000;
 export const PROGRAM_MODES = ["inline", "process"] as const;
 export type ProgramMode = (typeof PROGRAM_MODES)[number];
 
@@ -178,6 +181,7 @@ export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOver
     resyncIntervalMs: integer(env, "BMW_RESYNC_INTERVAL_MS", DEFAULT_RESYNC_INTERVAL_MS, 0),
     programMode: oneOf(env, "BMW_PROGRAM_MODE", PROGRAM_MODES, "inline"),
     historyRetention: historyRetention(env),
+    memoryTrimIntervalMs: integer(env, "BMW_MEMORY_TRIM_INTERVAL_MS", DEFAULT_MEMORY_TRIM_INTERVAL_MS, 0),
   };
 }
 

@@ -49,6 +49,9 @@ export interface LoopOptions {
   onSettledCheck?: (ref: OrderRef, outcome: "settled" | "resynced" | SettledMiss) => void;
 }
 
+/** How often the loop looks again whether it may dispatch, while it may not. */
+const STANDBY_POLL_MS = 250;
+
 const refKey = (r: OrderRef): string => `${r.namespace}/${r.name}`;
 
 /**
@@ -285,7 +288,8 @@ export class ReconcileLoop {
   private dispatch(): void {
     if (this.stopped) return;
     if (this.opts.isLeader && !this.opts.isLeader()) {
-      this.wake = setTimeout(() => this.dispatch(), 1_000);
+      // A restarted leader's first pass waits for this poll; a standby's poll is a function call.
+      this.wake = setTimeout(() => this.dispatch(), STANDBY_POLL_MS);
       return;
     }
     const now = Date.now();

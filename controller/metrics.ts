@@ -103,6 +103,19 @@ function loopMetrics(registers: Registry[]) {
   };
 }
 
+/** The C heap's trims (lib/memoryTrim.ts). */
+function memoryMetrics(registers: Registry[]) {
+  return {
+    trimDuration: new Histogram({
+      name: "bmw_memory_trim_duration_seconds", help: "Duration of one return of the C heap's free pages to the system (malloc_trim).",
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers,
+    }),
+    trimReleased: new Counter({
+      name: "bmw_memory_trim_released_bytes_total", help: "Resident memory the trims of the C heap returned to the system.", registers,
+    }),
+  };
+}
+
 /** Gauges read from the options when /metrics is scraped: the update slots and the state directory's size. */
 function scrapedGauges(registers: Registry[], opts: MetricsOptions) {
   const slots = opts.updateSlots;
@@ -156,6 +169,8 @@ export class ReconcilerMetrics {
   readonly shardUps: Counter<"shard">;
   readonly updateSlots: Gauge<"state">;
   readonly stateBytes: Gauge;
+  readonly trimDuration: Histogram;
+  readonly trimReleased: Counter;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -179,6 +194,9 @@ export class ReconcilerMetrics {
     const scraped = scrapedGauges(registers, opts);
     this.updateSlots = scraped.updateSlots;
     this.stateBytes = scraped.stateBytes;
+    const memory = memoryMetrics(registers);
+    this.trimDuration = memory.trimDuration;
+    this.trimReleased = memory.trimReleased;
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });
   }
 
@@ -244,6 +262,11 @@ export class ReconcilerMetrics {
   countSettledCheck(outcome: string): void {
     this.settledChecks.inc({ outcome });
     if (outcome === "settled" || outcome === "resynced") this.running.settled++;
+  }
+
+  observeTrim(report: { releasedBytes: number; durationMs: number }): void {
+    this.trimDuration.observe(report.durationMs / 1000);
+    this.trimReleased.inc(report.releasedBytes);
   }
 
   /**

@@ -19,6 +19,7 @@ import { ReconcilerMetrics, type OrderWorkerCounts } from "./metrics";
 import { orderKey } from "./reconcileDeps";
 import { Slots } from "./slots";
 import { loadKubeConfig } from "../clients/kube";
+import { glibcMallocTrim, MemoryTrimmer } from "../lib/memoryTrim";
 import type { LoopSettings } from "../config/loopSettings";
 
 /** The loop's settings (validated by config/loopSettings.ts) and the wiring's. */
@@ -73,6 +74,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   });
   log.info({ identity, health: `http://${health.host}:${health.port}`, stateDir: app.stateDir, mode: opts.mode, shards: opts.shards },
     "reconciler started");
+  const trimmer = memoryTrimmer(app, metrics, log);
   elector.start();
   if (app.settled.enabled && opts.mode !== "observe") await restoreSettled(app, log);
   await loop.start();
@@ -81,8 +83,25 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   loop.stop();
   await loop.drain();
   await elector.stop();
+  trimmer?.stop();
   await health.close();
   app.close();
+}
+
+/** Returns the C heap's free pages to the system now and then (glibc only): RSS near the memory in use. */
+function memoryTrimmer(app: App, metrics: ReconcilerMetrics, log: Logger): MemoryTrimmer | undefined {
+  const intervalMs = app.reconcilerSettings.memoryTrimIntervalMs;
+  const trim = intervalMs > 0 ? glibcMallocTrim() : undefined;
+  if (!trim) {
+    if (intervalMs > 0) log.info("the C library has no malloc_trim: freed native memory is left to the allocator");
+    return undefined;
+  }
+  const trimmer = new MemoryTrimmer({ trim, intervalMs, onTrim: (r) => {
+    metrics.observeTrim(r);
+    log.debug({ releasedBytes: r.releasedBytes, durationMs: Math.round(r.durationMs) }, "C heap trimmed");
+  } });
+  trimmer.start();
+  return trimmer;
 }
 
 /** Orders settled before this process started (controller/settledStore.ts), each compared with the hub in its first check. */

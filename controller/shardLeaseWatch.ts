@@ -30,13 +30,14 @@ export class ShardLeaseWatch {
     this.now = opts.now ?? Date.now;
   }
 
-  start(): void {
-    if (this.running) return;
+  /** Starts reading every retry period; resolves once the first read ended (successful or not). */
+  start(): Promise<void> {
+    if (this.running) return Promise.resolve();
     this.running = true;
-    const loop = () => void this.observe().finally(() => {
-      if (this.running) this.timer = setTimeout(loop, this.opts.retryPeriodMs ?? 2000);
+    const loop = () => this.observe().finally(() => {
+      if (this.running) this.timer = setTimeout(() => void loop(), this.opts.retryPeriodMs ?? 2000);
     });
-    loop();
+    return loop();
   }
 
   stop(): void {
@@ -66,12 +67,15 @@ export class ShardLeaseWatch {
     try {
       leases = await this.opts.client.listLeases(this.opts.namespace, `${MEMBER_LABEL}=${this.opts.base}`);
     } catch (e) {
+      if (startedAt < this.listedAt) return;
       // Fail closed (the Lease is not taken), and say why once: e.g. a Role without `list` on leases.
       const text = e instanceof Error ? e.message : String(e);
       if (text !== this.lastError) this.opts.logger?.warn({ err: e }, "listing the shard Leases failed: the single Lease is not taken until it succeeds");
       this.lastError = text;
       return;
     }
+    // Reads may overlap (one is asked for when the Lease is taken): an older read never overwrites a newer one.
+    if (startedAt < this.listedAt) return;
     this.lastError = undefined;
     const nowMs = this.now();
     const next = new Map<string, { rv: string; seenAt: number }>();
@@ -105,9 +109,12 @@ export function guardedSingleLease(opts: LeaderElectorOptions & { client: ShardL
     wants: () => !watch.anyHeld() && (opts.wants?.() ?? true),
     onStartedLeading: () => {
       acquiredAt = now();
+      // The read that lets it act, now rather than at the next retry period.
+      void watch.observe();
       opts.onStartedLeading?.();
     },
   });
+  let started = false;
   return {
     elector,
     watch,
@@ -115,11 +122,15 @@ export function guardedSingleLease(opts: LeaderElectorOptions & { client: ShardL
     acting: () => elector.isLeading() && watch.clearSince(acquiredAt),
     /** Whether the loop may dispatch (its leadership as of the last tick). */
     leads: () => elector.isLeader() && watch.clearSince(acquiredAt),
+    // The elector's first attempt waits for the first read: before it, every shard Lease counts as held.
     start: () => {
-      watch.start();
-      elector.start();
+      started = true;
+      void watch.start().then(() => {
+        if (started) elector.start();
+      });
     },
     stop: async () => {
+      started = false;
       watch.stop();
       await elector.stop();
     },

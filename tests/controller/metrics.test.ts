@@ -105,6 +105,16 @@ describe("ReconcilerMetrics", () => {
     expect(new Set(s.flatMap((x) => Object.keys(x.labels)))).toEqual(new Set(["shard", "result"]));
   });
 
+  it("counts the C heap's trims: their durations and the resident memory they returned", async () => {
+    const m = new ReconcilerMetrics({ defaultMetrics: false });
+    m.observeTrim({ releasedBytes: 3 * 1048576, durationMs: 4 });
+    m.observeTrim({ releasedBytes: 0, durationMs: 30 });
+    const lines = await m.render();
+    expect(lines).toContain(`bmw_memory_trim_released_bytes_total ${3 * 1048576}`);
+    expect(lines).toContain("bmw_memory_trim_duration_seconds_count 2");
+    expect(lines).toContain('bmw_memory_trim_duration_seconds_bucket{le="0.005"} 1');
+  });
+
   it("reports the pulumi slots as they are when scraped", async () => {
     const slots = { inUse: 2, waiting: 5 };
     const m = new ReconcilerMetrics({ defaultMetrics: false, updateSlots: slots });

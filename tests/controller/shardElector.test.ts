@@ -201,4 +201,22 @@ describe("shard Leases", () => {
       await single.stop();
     }
   });
+
+  it("a reconciler on the single Lease, with no shard Lease held, acts without waiting for a retry period", async () => {
+    // A restart's first pass waits for this: before, the first attempt came one retry period after the
+    // start (the shard Leases not yet read counted as held), and acting one more after taking the Lease.
+    const retryPeriodMs = 10_000;
+    const single = guardedSingleLease({ client: kube, namespace: ns, name: "bmw", identity: "r-quick",
+      leaseDurationSeconds: 30, renewDeadlineMs: 20_000, retryPeriodMs });
+    const started = Date.now();
+    single.start();
+    try {
+      await eventually(async () => (single.acting() ? true : undefined), retryPeriodMs);
+      expect(Date.now() - started).toBeLessThan(retryPeriodMs / 2);
+      expect(single.leads()).toBe(true);
+    } finally {
+      await single.stop();
+    }
+    expect((await kube.getLease(ns, "bmw"))?.spec?.holderIdentity ?? "").toBe("");
+  });
 });
