@@ -14,6 +14,8 @@ export interface SteadyInterval {
   rssMiB: number;
   /** The reconciler's V8 heap (used, reserved) and memory outside it (Buffers, native), from its /metrics; absent in older runs. */
   heapMiB?: { used: number; total: number; external: number };
+  /** The reconciler's trims of its C heap since it started (count, total duration, RSS returned); absent in older runs. */
+  trims?: { count: number; totalMs: number; releasedMiB: number };
   /**
    * The whole interval (end of one pass to the end of the next), not only the pass: every reconcile the
    * watches caused as well, and the fulfillment calls they made. Absent in results of older runs.

@@ -248,6 +248,13 @@ class Reconciler {
     return { used: mib("bmw_nodejs_heap_size_used_bytes"), total: mib("bmw_nodejs_heap_size_total_bytes"), external: mib("bmw_nodejs_external_memory_bytes") };
   }
 
+  /** The C heap's trims since the reconciler started (lib/memoryTrim.ts): how many, how long in all, what they returned. */
+  async trims(): Promise<{ count: number; totalMs: number; releasedMiB: number }> {
+    const m = await this.metrics();
+    return { count: m.get("bmw_memory_trim_duration_seconds_count") ?? 0, totalMs: (m.get("bmw_memory_trim_duration_seconds_sum") ?? 0) * 1000,
+      releasedMiB: (m.get("bmw_memory_trim_released_bytes_total") ?? 0) / 2 ** 20 };
+  }
+
   rssKiB(): number {
     const status = fs.readFileSync(`/proc/${this.child.pid}/status`, "utf8");
     return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
@@ -356,6 +363,7 @@ async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, o
     orders, workers: orders * world.o.workers, passMs: second.durationMs, pulumiProcesses: c1 - c0, ups: second.ups,
     skipped: second.skipped, settled: second.settled, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
     heapMiB: await rec.heapMiB(),
+    trims: await rec.trims(),
     interval: { ms: second.time - first.time, reconciles: Object.values(by).reduce((a, b) => a + b, 0), ups: by.up ?? 0, fulfillmentCalls: f1 - f0 },
     checks: Object.fromEntries(Object.entries(k1).map(([k, n]) => [k, n - (k0[k] ?? 0)])),
   };
@@ -581,7 +589,7 @@ async function main(): Promise<void> {
       const s = await steadyInterval(rec, world, shim, size, o.interval * 3 + o.timeout);
       result.steady.push(s);
       save();
-      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB (heap used ${s.heapMiB?.used.toFixed(0)} of ${s.heapMiB?.total.toFixed(0)}, external ${s.heapMiB?.external.toFixed(0)})`);
+      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB (heap used ${s.heapMiB?.used.toFixed(0)} of ${s.heapMiB?.total.toFixed(0)}, external ${s.heapMiB?.external.toFixed(0)}; trims so far ${s.trims?.count}, ${s.trims?.releasedMiB.toFixed(0)} MiB returned in ${s.trims?.totalMs.toFixed(0)} ms)`);
       // Events at the first size, so a long run has its latencies early (they hardly depend on the size).
       if (!result.events) {
         await runEvents();
