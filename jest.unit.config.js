@@ -30,6 +30,7 @@ const UNIT_TESTS = [
   "tests/io/handoff.test.ts",
   "tests/fakes/**/*.test.ts",
   "tests/clients/clusterOrderShape.test.ts",
+  "tests/clients/leanList.test.ts",
 ];
 
 module.exports = {

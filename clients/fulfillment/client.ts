@@ -3,6 +3,7 @@
 import { loadFulfillmentProtos } from "../../protos/fulfillment";
 import type { FulfillmentApi } from "./api";
 import { Connection, ConnectionOptions } from "./connection";
+import { listWithoutUserData } from "./leanList";
 import { ResourceClient } from "./resource";
 import type {
   BareMetalInstance, BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut, BareMetalInstanceOut,
@@ -24,9 +25,11 @@ export class FulfillmentClient implements FulfillmentApi {
   private readonly conn: Connection;
 
   constructor(options: FulfillmentClientOptions) {
-    const v1 = loadFulfillmentProtos().grpc.osac.private.v1;
+    const protos = loadFulfillmentProtos();
+    const v1 = protos.grpc.osac.private.v1;
     this.conn = new Connection(options);
-    this.bareMetalInstances = new ResourceClient(this.conn, v1.BareMetalInstances.service);
+    const bmis = v1.BareMetalInstances.service;
+    this.bareMetalInstances = new ResourceClient(this.conn, { ...bmis, List: listWithoutUserData(protos.packageDefinition, bmis.List) });
     this.catalogItems = new ResourceClient(this.conn, v1.BareMetalInstanceCatalogItems.service);
     this.instanceTypes = new ResourceClient(this.conn, v1.BareMetalInstanceTypes.service);
     this.templates = new ResourceClient(this.conn, v1.BareMetalInstanceTemplates.service);
