@@ -134,8 +134,11 @@ describe("the reconciler as the deploy/ ServiceAccount", () => {
       expect((await orderBmis(f, uid)).filter((b) => !b.metadata?.deletion_timestamp)).toHaveLength(2);
     }, 180_000, 1_000);
     await scrapeMetrics();
-    // The control of the scans below: the user_data the program sent does carry the pull secret.
-    const userData = (await orderBmis(f, uid)).map((b) => b.spec?.user_data ?? "").join("\n");
+    // The control of the scans below: the user_data the program sent does carry the pull secret (read by
+    // Get: a listing leaves user_data out, decisions F13).
+    const listed = await orderBmis(f, uid);
+    expect(listed.every((b) => b.spec?.user_data === undefined)).toBe(true);
+    const userData = (await Promise.all(listed.map((b) => f.bareMetalInstances.get(b.id)))).map((b) => b.spec?.user_data ?? "").join("\n");
     expect(leaks("user_data", userData)).toContain("lab pull secret in user_data");
   });
 
