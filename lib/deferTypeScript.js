@@ -43,6 +43,10 @@ function deferTypeScript(root) {
   lazy.exports = new Proxy({}, {
     get: (_t, k) => real()[k],
     has: (_t, k) => k in real(),
+    // A write loads it too and goes to the real module: kept on the proxy's empty target it would be lost.
+    set: (_t, k, v) => Reflect.set(real(), k, v),
+    defineProperty: (_t, k, d) => Reflect.defineProperty(real(), k, d),
+    deleteProperty: (_t, k) => Reflect.deleteProperty(real(), k),
     ownKeys: () => Reflect.ownKeys(real()),
     getOwnPropertyDescriptor: (_t, k) => {
       const d = Reflect.getOwnPropertyDescriptor(real(), k);

@@ -32,6 +32,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import * as zlib from "node:zlib";
 import { procStat } from "../lib/procfs";
 import type { StateStore } from "./stateStore";
 
@@ -274,3 +275,34 @@ export async function resolvePendingOperations(stack: DeploymentStore): Promise<
   return pending;
 }
 
+
+/**
+ * The pending operations of the stack's latest checkpoint, read from the backend's blobs without a pulumi
+ * process (each costs about 0.3 CPU-s, most of it deriving the passphrase's key). Undefined when that
+ * cannot be told for certain (no checkpoint, two of them, one that is not a checkpoint): the caller then
+ * exports through pulumi as before. Pending operations are never encrypted, so no key is needed.
+ */
+export async function storedPendingOperations(store: StateStore, project: string, stack: string): Promise<PendingOperation[] | undefined> {
+  const keys = [".json", ".json.gz"].flatMap((ext) => [`.pulumi/stacks/${project}/${stack}${ext}`, `.pulumi/stacks/${stack}${ext}`]);
+  const found: { key: string; blob: Buffer }[] = [];
+  for (const key of keys) {
+    const blob = await store.read(key);
+    if (blob) found.push({ key, blob });
+  }
+  if (found.length !== 1) return undefined;
+  let doc: unknown;
+  try {
+    const { key, blob } = found[0];
+    doc = JSON.parse((key.endsWith(".gz") ? zlib.gunzipSync(blob) : blob).toString("utf8"));
+  } catch {
+    return undefined;
+  }
+  const checkpoint = (doc as { checkpoint?: unknown } | null)?.checkpoint;
+  if (!checkpoint || typeof checkpoint !== "object" || !("latest" in checkpoint)) return undefined;
+  const latest = (checkpoint as { latest: unknown }).latest;
+  if (latest === null) return []; // a stack never updated
+  if (typeof latest !== "object" || Array.isArray(latest)) return undefined;
+  const ops = (latest as { pending_operations?: unknown }).pending_operations;
+  if (ops !== undefined && !Array.isArray(ops)) return undefined;
+  return pendingOperationsOf(latest);
+}

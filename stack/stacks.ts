@@ -24,7 +24,7 @@ import { type HistoryEntry, oneLine, readHistory } from "./history";
 import { KeyedMutex } from "./keyedMutex";
 import { type LeaseOwner, LeaderProcesses } from "./leaderProcesses";
 import { backendUrlOf, historyRetentionOf, type StackManagerOptions } from "./managerOptions";
-import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockPolicy } from "./locks";
+import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockPolicy, storedPendingOperations } from "./locks";
 import { stateDirOf, stateStoreOf, type StateStore } from "./stateStore";
 import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
 import { openStack } from "./openStack";
@@ -299,7 +299,9 @@ export class StackManager {
       const attrsRemoved = stateDir ? repairBlobAttrs(stateDir, this.projectName, stack.name) : [];
       const locks = this.store ? await clearStaleLocks(this.store, this.projectName, stack.name, full) : undefined;
       if (locks && locks.held.length > 0) return { locks, pendingCleared: [], attrsRemoved };
-      const pendingCleared = await resolvePendingOperations(this.encryptedStore(stack.name));
+      // Read from the checkpoint when it can be: an export through pulumi only when something is pending.
+      const stored = this.store ? await storedPendingOperations(this.store, this.projectName, stack.name) : undefined;
+      const pendingCleared = stored?.length === 0 ? [] : await resolvePendingOperations(this.encryptedStore(stack.name));
       if (pendingCleared.length > 0) await this.pruneState(stack.name); // the import added a history entry
       this.known.add(stack.name);
       return { locks, pendingCleared, attrsRemoved };

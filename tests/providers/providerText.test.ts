@@ -45,6 +45,18 @@ describe("TypeScript deferred", () => {
     expect(out).toEqual({ deferred: true, afterImport: false, afterSerialize: true, text: true });
   });
 
+  it("a property written to the deferred module loads TypeScript and is kept on the real module", () => {
+    const out = run(`
+      const d = require("./lib/deferTypeScript.js");
+      d.deferTypeScript(process.cwd());
+      const shim = require.resolve("@pulumi/pulumi/typescript-shim");
+      const lazy = require(shim);
+      const before = d.typeScriptLoaded();
+      lazy.bmwMarker = 7;
+      console.log(JSON.stringify({ before, after: d.typeScriptLoaded(), kept: require(shim).bmwMarker, version: typeof lazy.version }));`);
+    expect(out).toEqual({ before: false, after: true, kept: 7, version: "string" });
+  });
+
   it("the provider host our pulumi processes run is the SDK's (it asks for the engine's address)", () => {
     const r = spawnSync(process.execPath, [path.join(ROOT, "providers/hostLaunch.js")], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" } });
     expect(r.stderr).toContain("fatal: Missing <engine> address");

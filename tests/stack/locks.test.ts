@@ -1,11 +1,13 @@
 // Lock judgement and pending-operation clearing as pure logic (no Pulumi process): which DIY lock
-// files are stale, that only those are deleted, and what resolvePendingOperations changes.
+// files are stale, that only those are deleted, what resolvePendingOperations changes, and the pending
+// operations read from a checkpoint without pulumi.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import * as zlib from "node:zlib";
 import {
   assessLock, clearStaleLocks, DiyLock, pendingOperationsOf, pulumiProcessAlive, readLocks, resolvePendingOperations,
-  stackLockDir,
+  stackLockDir, storedPendingOperations,
 } from "../../stack/locks";
 import { FileStateStore, stateDirOf, stateStoreOf } from "../../stack/stateStore";
 
@@ -106,5 +108,37 @@ describe("resolvePendingOperations", () => {
     });
     expect(cleared).toEqual([]);
     expect(imports).toBe(0);
+  });
+});
+
+describe("storedPendingOperations", () => {
+  const blobs = (files: Record<string, string | Buffer>) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-pending-"));
+    for (const [key, data] of Object.entries(files)) {
+      fs.mkdirSync(path.dirname(path.join(dir, key)), { recursive: true });
+      fs.writeFileSync(path.join(dir, key), data);
+    }
+    return stateStoreOf(`file://${dir}`)!;
+  };
+  const checkpoint = (latest: unknown) => JSON.stringify({ version: 3, checkpoint: { stack: "organization/proj/ns--o", latest } });
+  const key = ".pulumi/stacks/proj/ns--o.json";
+  const pending = [{ resource: { urn: "urn:b", type: "pulumi-nodejs:dynamic:Resource" }, type: "creating" }];
+
+  it("reads the latest checkpoint's pending operations without pulumi: none, some, gzipped, a stack never updated", async () => {
+    expect(await storedPendingOperations(blobs({ [key]: checkpoint({ manifest: {}, resources: [] }) }), "proj", "ns--o")).toEqual([]);
+    expect(await storedPendingOperations(blobs({ [key]: checkpoint({ resources: [], pending_operations: pending }) }), "proj", "ns--o"))
+      .toEqual([{ type: "creating", urn: "urn:b", resourceType: "pulumi-nodejs:dynamic:Resource" }]);
+    expect(await storedPendingOperations(blobs({ [`${key}.gz`]: zlib.gzipSync(checkpoint({ pending_operations: pending })) }), "proj", "ns--o"))
+      .toHaveLength(1);
+    expect(await storedPendingOperations(blobs({ [key]: checkpoint(null) }), "proj", "ns--o")).toEqual([]);
+  });
+
+  it("cannot tell (so the caller asks pulumi) without exactly one readable checkpoint", async () => {
+    const cases: Record<string, string | Buffer>[] = [{}, { [key]: "{not json" }, { [key]: JSON.stringify({ version: 3 }) }, { [`${key}.gz`]: "not gzip" },
+      { [key]: checkpoint({ pending_operations: "creating" }) }, { [key]: checkpoint([]) },
+      { [key]: checkpoint({}), [`${key}.gz`]: zlib.gzipSync(checkpoint({})) }];
+    for (const files of cases) {
+      expect(await storedPendingOperations(blobs(files), "proj", "ns--o")).toBeUndefined();
+    }
   });
 });

@@ -63,6 +63,28 @@ describe("StackManager on a file backend", () => {
     await sb.manager.removeStack(ref);
   });
 
+  it("recovers a stack with nothing pending without a pulumi process; a pending create still goes through export and import", async () => {
+    const shim = createPulumiShim(toolchain(), path.join(sb.tmp, "shim-recover"));
+    const counted = () => new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir,
+      passphraseFile: path.join(sb.tmp, "passphrase"), toolchain: toolchain({ ...process.env, BMW_CACHE_DIR: shim.cacheDir }) });
+    const ref = { namespace: "ns1", name: "recovered" };
+    const stackCommands = () => Object.fromEntries(Object.entries(shim.byCommand()).filter(([c]) => c !== "version").map(([c, v]) => [c, v.count]));
+    await counted().ensureStack(ref);
+    expect((await counted().recover(ref)).pendingCleared).toEqual([]); // a fresh process: the checkpoint says nothing is pending
+    expect(stackCommands()).toEqual({ "stack init": 1 });
+    // A pending create in the checkpoint, as a kill leaves it: cleared through pulumi's export and import.
+    const file = path.join(sb.stateDir, ".pulumi", "stacks", sb.manager.projectName, "ns1--recovered.json");
+    const doc = JSON.parse(fs.readFileSync(file, "utf8")) as { checkpoint: { latest: Record<string, unknown> } };
+    doc.checkpoint.latest.pending_operations = [{ resource: { urn: "urn:pulumi:ns1--recovered::p::t::r", type: "t", custom: true }, type: "creating" }];
+    fs.writeFileSync(file, JSON.stringify(doc));
+    const report = await counted().recover(ref);
+    expect(report.pendingCleared.map((o) => o.type)).toEqual(["creating"]);
+    expect(stackCommands()).toEqual({ "stack init": 1, "stack export": 1, "stack import": 1 });
+    expect((await counted().recover(ref)).pendingCleared).toEqual([]);
+    expect(stackCommands()).toEqual({ "stack init": 1, "stack export": 1, "stack import": 1 });
+    await sb.manager.removeStack(ref);
+  });
+
   it("sees a config value another process set (the pin of a CLI rollback); reads are cached until the settings file changes", async () => {
     // A second manager on the same work dir stands for the CLI process; sb.manager for the running loop.
     const cli = new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir, passphraseFile: path.join(sb.tmp, "passphrase") });
