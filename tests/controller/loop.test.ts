@@ -10,6 +10,7 @@ import type { ReconcileResult } from "../../controller/reconcile";
 import type { ClusterOrder } from "../../planner/types";
 import { SettledOrders } from "../../controller/settledOrders";
 import { bmiDigest } from "../../io/orderBmiDigests";
+import { eventually } from "../support/eventually";
 
 type WatchHandler = (type: string, obj: unknown) => void;
 type WatchDone = (err?: unknown) => void;
@@ -81,7 +82,9 @@ describe("ReconcileLoop", () => {
       },
     });
     await loop.start();
-    await sleep(600);
+    // Each order reconciled twice means ticks came while it ran; waited for, not slept for (a loaded machine
+    // runs fewer ticks in a fixed time).
+    await eventually(async () => (calls >= 4 ? true : undefined), 30_000);
     loop.stop();
     await loop.drain();
     expect(calls).toBeGreaterThanOrEqual(4);
