@@ -131,10 +131,13 @@ export async function lockHolderOf(store: StateStore, stack: string, lock: Pick<
  * Whether the backend holds a checkpoint of the stack. Only this stack's blob is looked for: `pulumi stack
  * ls` parses every stack's checkpoint, so one corrupted blob would fail the reconcile of every other order.
  */
+/** Where a DIY backend may keep a stack's checkpoint: project-scoped or the older layout, gzipped or not. */
+function checkpointKeys(project: string, stack: string): string[] {
+  return [`.pulumi/stacks/${project}/`, ".pulumi/stacks/"].flatMap((dir) => [".json", ".json.gz"].map((ext) => `${dir}${stack}${ext}`));
+}
+
 export async function checkpointExists(store: StateStore, project: string, stack: string): Promise<boolean> {
-  for (const dir of [`.pulumi/stacks/${project}/`, ".pulumi/stacks/"]) {
-    for (const ext of [".json", ".json.gz"]) if (await store.exists(`${dir}${stack}${ext}`)) return true;
-  }
+  for (const key of checkpointKeys(project, stack)) if (await store.exists(key)) return true;
   return false;
 }
 
@@ -283,9 +286,8 @@ export async function resolvePendingOperations(stack: DeploymentStore): Promise<
  * exports through pulumi as before. Pending operations are never encrypted, so no key is needed.
  */
 export async function storedPendingOperations(store: StateStore, project: string, stack: string): Promise<PendingOperation[] | undefined> {
-  const keys = [".json", ".json.gz"].flatMap((ext) => [`.pulumi/stacks/${project}/${stack}${ext}`, `.pulumi/stacks/${stack}${ext}`]);
   const found: { key: string; blob: Buffer }[] = [];
-  for (const key of keys) {
+  for (const key of checkpointKeys(project, stack)) {
     const blob = await store.read(key);
     if (blob) found.push({ key, blob });
   }

@@ -48,13 +48,19 @@ describe("StackManager on a file backend", () => {
     expect(fs.statSync(file).mtimeMs).toBe(mtime); // already right: not written again
   });
 
-  it("opens a new stack with one pulumi process (stack init) and a stack the backend holds with none", async () => {
-    const shim = createPulumiShim(toolchain(), path.join(sb.tmp, "shim"));
+  /** Fresh managers (each as a new process would be) whose pulumi processes a shim counts, by sub-command. */
+  function countedManagers(shimDir: string) {
+    const shim = createPulumiShim(toolchain(), path.join(sb.tmp, shimDir));
     const counted = () => new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir,
       passphraseFile: path.join(sb.tmp, "passphrase"), toolchain: toolchain({ ...process.env, BMW_CACHE_DIR: shim.cacheDir }) });
-    const ref = { namespace: "ns1", name: "counted" };
     // `pulumi version` runs once per manager (the CLI's version check), not per stack.
     const stackCommands = () => Object.fromEntries(Object.entries(shim.byCommand()).filter(([c]) => c !== "version").map(([c, v]) => [c, v.count]));
+    return { counted, stackCommands };
+  }
+
+  it("opens a new stack with one pulumi process (stack init) and a stack the backend holds with none", async () => {
+    const { counted, stackCommands } = countedManagers("shim");
+    const ref = { namespace: "ns1", name: "counted" };
     await counted().ensureStack(ref);
     expect(stackCommands()).toEqual({ "stack init": 1 });
     const again = await counted().ensureStack(ref); // a fresh process: the checkpoint exists, the settings file is right
@@ -64,11 +70,8 @@ describe("StackManager on a file backend", () => {
   });
 
   it("recovers a stack with nothing pending without a pulumi process; a pending create still goes through export and import", async () => {
-    const shim = createPulumiShim(toolchain(), path.join(sb.tmp, "shim-recover"));
-    const counted = () => new StackManager({ programDir: FIXTURE_PROJECT, workDir: sb.workDir, stateDir: sb.stateDir,
-      passphraseFile: path.join(sb.tmp, "passphrase"), toolchain: toolchain({ ...process.env, BMW_CACHE_DIR: shim.cacheDir }) });
+    const { counted, stackCommands } = countedManagers("shim-recover");
     const ref = { namespace: "ns1", name: "recovered" };
-    const stackCommands = () => Object.fromEntries(Object.entries(shim.byCommand()).filter(([c]) => c !== "version").map(([c, v]) => [c, v.count]));
     await counted().ensureStack(ref);
     expect((await counted().recover(ref)).pendingCleared).toEqual([]); // a fresh process: the checkpoint says nothing is pending
     expect(stackCommands()).toEqual({ "stack init": 1 });
