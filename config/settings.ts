@@ -83,6 +83,11 @@ export interface ReconcilerSettings extends Settings {
   historyRetention: number;
   /** How often the reconciler returns the C heap's free pages to the system (BMW_MEMORY_TRIM_INTERVAL_MS; 0: never; lib/memoryTrim.ts). */
   memoryTrimIntervalMs: number;
+  /**
+   * How often the BMI cache kept by the service's event stream lists every BMI again (BMW_BMI_RELIST_INTERVAL_MS;
+   * io/bmiCache.ts): the longest a lost event can leave it stale. 0: no cache, every timer pass lists the BMIs.
+   */
+  bmiRelistIntervalMs: number;
 }
 
 export const DEFAULT_KUBE_TIMEOUT_MS = 30_000;
@@ -91,6 +96,7 @@ export const DEFAULT_PROGRESS_REPORT_MS = 10_000;
 export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
 export const DEFAULT_HISTORY_RETENTION = 100;
 export const DEFAULT_MEMORY_TRIM_INTERVAL_MS = 60_000;
+export const DEFAULT_BMI_RELIST_INTERVAL_MS = 300_000;
 export const PROGRAM_MODES = ["inline", "process"] as const;
 export type ProgramMode = (typeof PROGRAM_MODES)[number];
 
@@ -182,6 +188,7 @@ export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOver
     programMode: oneOf(env, "BMW_PROGRAM_MODE", PROGRAM_MODES, "inline"),
     historyRetention: historyRetention(env),
     memoryTrimIntervalMs: integer(env, "BMW_MEMORY_TRIM_INTERVAL_MS", DEFAULT_MEMORY_TRIM_INTERVAL_MS, 0),
+    bmiRelistIntervalMs: integer(env, "BMW_BMI_RELIST_INTERVAL_MS", DEFAULT_BMI_RELIST_INTERVAL_MS, 0),
   };
 }
 

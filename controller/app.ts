@@ -14,7 +14,8 @@ import { type Observation, observe, type OrderRef } from "../io/observe";
 import { driftReport, type StatusReport, statusRows, updateFailureRows } from "./statusReport";
 import { ObserveCache } from "../io/observeCache";
 import { listUnwatchedDigests } from "../io/unwatched";
-import { listOrderBmiDigests } from "../io/orderBmiDigests";
+import { listOrderBmiDigests, listOrderBmis } from "../io/orderBmiDigests";
+import { BmiCache } from "../io/bmiCache";
 import { hubCapped, observeHubInFlight } from "../io/hubInFlight";
 import { HubLedger } from "./hubLedger";
 import { pinKey, SettledOrders } from "./settledOrders";
@@ -48,6 +49,9 @@ export interface AppOptions {
   onOutput?: (chunk: string) => void;
   /** Told about every fulfillment-service call attempt ("BareMetalInstances/List", "OK"): the reconciler's metrics. */
   onFulfillmentCall?: (method: string, code: string) => void;
+  /** Told of the BMI cache's events (by type) and of its being synced or not (the reconciler's metrics). */
+  onBmiCacheEvent?: (type: string) => void;
+  onBmiCacheSync?: (synced: boolean) => void;
   /** Bounds the pulumi runs (update, destroy, recovery) of this process: the loop's `--concurrency`. */
   updateSlots?: Slots;
   /** Receives workers' provisioning and Agent-correlation durations (the loop's metrics). */
@@ -98,6 +102,8 @@ export class App {
   private digest?: string;
   readonly memory = new Map<string, OrderMemory>();
   readonly observeCache = new ObserveCache();
+  /** The hub's order BMIs kept by the service's event stream, for the steady pass (unset: each pass lists them). */
+  readonly bmiCache?: BmiCache;
   /** Under a hub-wide cap: every order's creates and deletes in flight (created lazily, once the config is known). */
   private hubLedger?: HubLedger;
   /** Orders a steady timer pass may skip (used by the loop; a reconcile records them). */
@@ -131,8 +137,14 @@ export class App {
     this.stateDir = s.stateDir;
     this.stacks = this.stackManager({ workDir: s.workDir, stateDir: s.backendUrl ? undefined : this.stateDir, backendUrl: s.backendUrl });
     const store = this.stacks.store;
+    // Started by the first pass that asks; a process that never runs the loop never opens the stream.
+    this.bmiCache = s.bmiRelistIntervalMs > 0 ? new BmiCache({
+      list: () => listOrderBmis(this.fulfillment), events: this.fulfillment.events, relistMs: s.bmiRelistIntervalMs,
+      onEvent: opts.onBmiCacheEvent, onSync: opts.onBmiCacheSync,
+      ...(opts.log ? { log: opts.log } : {}),
+    }) : undefined;
     this.settled = new SettledOrders({
-      listBmiDigests: () => listOrderBmiDigests(this.fulfillment),
+      listBmiDigests: () => (this.bmiCache ? this.bmiCache.digests() : listOrderBmiDigests(this.fulfillment)),
       listHubDigests: () => listHubDigests(this.kube),
       listUnwatchedDigests: () => listUnwatchedDigests({
         listClusterDeployments: () => this.kube.listMetadata("ClusterDeployment"), fulfillment: this.fulfillment, cache: this.observeCache }),
@@ -372,6 +384,7 @@ export class App {
   }
 
   close(): void {
+    this.bmiCache?.close();
     this.fulfillment.close();
   }
 }

@@ -116,6 +116,20 @@ function memoryMetrics(registers: Registry[]) {
   };
 }
 
+/** The BMI cache kept by the service's event stream (io/bmiCache.ts). */
+function bmiCacheMetrics(registers: Registry[]) {
+  return {
+    bmiCacheSynced: new Gauge({
+      name: "bmw_bmi_cache_synced", help: "1 while the BareMetalInstance cache is synced from the service's event stream; 0 while passes list instead.",
+      registers,
+    }),
+    bmiCacheEvents: new Counter({
+      name: "bmw_bmi_cache_events_total", help: "Events the BareMetalInstance cache took from the service's event stream, by type.",
+      labelNames: ["type"], registers,
+    }),
+  };
+}
+
 /** Gauges read from the options when /metrics is scraped: the update slots and the state directory's size. */
 function scrapedGauges(registers: Registry[], opts: MetricsOptions) {
   const slots = opts.updateSlots;
@@ -171,6 +185,8 @@ export class ReconcilerMetrics {
   readonly stateBytes: Gauge;
   readonly trimDuration: Histogram;
   readonly trimReleased: Counter;
+  readonly bmiCacheSynced: Gauge;
+  readonly bmiCacheEvents: Counter<"type">;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -197,6 +213,9 @@ export class ReconcilerMetrics {
     const memory = memoryMetrics(registers);
     this.trimDuration = memory.trimDuration;
     this.trimReleased = memory.trimReleased;
+    const cache = bmiCacheMetrics(registers);
+    this.bmiCacheSynced = cache.bmiCacheSynced;
+    this.bmiCacheEvents = cache.bmiCacheEvents;
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: "bmw_" });
   }
 
@@ -262,6 +281,11 @@ export class ReconcilerMetrics {
   countSettledCheck(outcome: string): void {
     this.settledChecks.inc({ outcome });
     if (outcome === "settled" || outcome === "resynced") this.running.settled++;
+  }
+
+  /** "EVENT_TYPE_OBJECT_UPDATED" → "updated": a small, fixed label set. */
+  countBmiCacheEvent(type: string): void {
+    this.bmiCacheEvents.inc({ type: type.replace(/^EVENT_TYPE_(OBJECT_)?/, "").toLowerCase() });
   }
 
   observeTrim(report: { releasedBytes: number; durationMs: number }): void {

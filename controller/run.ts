@@ -34,9 +34,7 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   const updateSlots = new Slots(opts.concurrency);
   let stateBytes: () => Promise<number> | undefined = () => undefined;
   const metrics = new ReconcilerMetrics({ updateSlots, stateBytes: () => stateBytes() });
-  const app = await createApp({ ...opts, updateSlots, durations: metrics,
-    log: (msg, fields, level = "warn") => log[level](fields ?? {}, msg),
-    onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code) });
+  const app = await createApp({ ...opts, ...observed(metrics, log), updateSlots });
   stateBytes = () => app.stacks.stateBytes();
   const counts = new Map<string, OrderWorkerCounts>();
   const heartbeat = new Heartbeat(Math.max(3 * opts.intervalMs, 60_000));
@@ -89,6 +87,17 @@ export async function runLoop(opts: RunOptions): Promise<void> {
 }
 
 /** Returns the C heap's free pages to the system now and then (glibc only): RSS near the memory in use. */
+/** What the App tells the loop's metrics and log. */
+function observed(metrics: ReconcilerMetrics, log: Logger): Partial<AppOptions> {
+  return {
+    durations: metrics,
+    log: (msg, fields, level = "warn") => log[level](fields ?? {}, msg),
+    onFulfillmentCall: (method, code) => metrics.countFulfillmentCall(method, code),
+    onBmiCacheEvent: (type) => metrics.countBmiCacheEvent(type),
+    onBmiCacheSync: (synced) => metrics.bmiCacheSynced.set(synced ? 1 : 0),
+  };
+}
+
 function memoryTrimmer(app: App, metrics: ReconcilerMetrics, log: Logger): MemoryTrimmer | undefined {
   const intervalMs = app.reconcilerSettings.memoryTrimIntervalMs;
   const trim = intervalMs > 0 ? glibcMallocTrim() : undefined;

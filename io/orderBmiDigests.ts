@@ -1,9 +1,9 @@
-// A digest of each order's BMIs as the planner sees them, for the whole hub from one paged List: how a
-// steady pass tells that nothing changed on the fulfillment-service for a settled order without reading
-// anything per order (controller/settledOrders.ts). A digest only ever lets a reconcile be skipped; it
-// never stands in for an observation that plans.
+// A digest of each order's BMIs as the planner sees them, for the whole hub from one paged List or from
+// the BMI cache (io/bmiCache.ts): how a steady pass tells that nothing changed on the fulfillment-service
+// for a settled order without reading anything per order (controller/settledOrders.ts). A digest only
+// ever lets a reconcile be skipped; it never stands in for an observation that plans.
 import * as crypto from "node:crypto";
-import type { FulfillmentApi } from "../clients/fulfillment";
+import type { BareMetalInstanceOut, FulfillmentApi } from "../clients/fulfillment";
 import { Filter, observedBmi, SYSTEM_TENANT } from "../clients/fulfillment";
 import { ORDER_LABEL } from "../planner/names";
 import type { ObservedBmi } from "../planner/types";
@@ -14,15 +14,15 @@ export function bmiDigest(bmis: readonly ObservedBmi[]): string {
   return crypto.createHash("sha256").update(JSON.stringify(sorted)).digest("hex");
 }
 
-/**
- * Every system-tenant BMI that carries an order label, listed once (paged, all-or-nothing: a listing that
- * does not add up throws), grouped by the label's order uid. An order with no BMI has no entry: its
- * digest is that of the empty list.
- */
-export async function listOrderBmiDigests(f: Pick<FulfillmentApi, "bareMetalInstances">): Promise<Map<string, string>> {
-  const all = await f.bareMetalInstances.listAll(Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.hasLabel(ORDER_LABEL)));
+/** Every system-tenant BMI that carries an order label, listed once (paged, all-or-nothing: a listing that does not add up throws). */
+export function listOrderBmis(f: Pick<FulfillmentApi, "bareMetalInstances">): Promise<BareMetalInstanceOut[]> {
+  return f.bareMetalInstances.listAll(Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.hasLabel(ORDER_LABEL)));
+}
+
+/** The BMIs grouped by their order label's uid, digested. An order with no BMI has no entry: its digest is that of the empty list. */
+export function orderBmiDigests(items: readonly BareMetalInstanceOut[]): Map<string, string> {
   const byOrder = new Map<string, ObservedBmi[]>();
-  for (const b of all) {
+  for (const b of items) {
     const uid = b.metadata?.labels?.[ORDER_LABEL];
     if (!uid) continue;
     const list = byOrder.get(uid) ?? [];
@@ -30,4 +30,9 @@ export async function listOrderBmiDigests(f: Pick<FulfillmentApi, "bareMetalInst
     byOrder.set(uid, list);
   }
   return new Map([...byOrder].map(([uid, bmis]) => [uid, bmiDigest(bmis)]));
+}
+
+/** Each order's BMI digest from one listing of the hub's BMIs. */
+export async function listOrderBmiDigests(f: Pick<FulfillmentApi, "bareMetalInstances">): Promise<Map<string, string>> {
+  return orderBmiDigests(await listOrderBmis(f));
 }

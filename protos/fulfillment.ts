@@ -11,6 +11,7 @@ import type { ProtoGrpcType as BareMetalInstancesGrpc } from "./gen/baremetal_in
 import type { ProtoGrpcType as ClusterVersionsGrpc } from "./gen/cluster_versions_service";
 import type { ProtoGrpcType as ClustersGrpc } from "./gen/clusters_service";
 import type { ProtoGrpcType as DiskImagesGrpc } from "./gen/disk_images_service";
+import type { ProtoGrpcType as EventsGrpc } from "./gen/events_service";
 import type { ProtoGrpcType as HostTypesGrpc } from "./gen/host_types_service";
 
 export const PROTO_DIR = __dirname;
@@ -34,6 +35,7 @@ export const SERVICE_FILES = [
   "osac/private/v1/disk_images_service.proto",
   "osac/private/v1/cluster_versions_service.proto",
   "osac/private/v1/clusters_service.proto",
+  "osac/private/v1/events_service.proto",
   "google/rpc/status.proto",
   "google/rpc/error_details.proto",
 ];
@@ -43,7 +45,7 @@ export const SERVICE_FILES = [
  * service; its message types are imported from gen/google/rpc/ directly.)
  */
 export type FulfillmentGrpc = BareMetalInstancesGrpc & CatalogItemsGrpc & InstanceTypesGrpc & TemplatesGrpc & HostTypesGrpc &
-  DiskImagesGrpc & ClusterVersionsGrpc & ClustersGrpc;
+  DiskImagesGrpc & ClusterVersionsGrpc & ClustersGrpc & EventsGrpc;
 
 export interface FulfillmentProtos {
   packageDefinition: protoLoader.PackageDefinition;

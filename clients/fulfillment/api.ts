@@ -1,10 +1,11 @@
 // The seam between the program and the fulfillment service: the calls the program makes, and nothing
 // else. FulfillmentClient implements it over gRPC; tests/fakes/fulfillment.ts in memory. Reads are
 // offered on every resource; writes only where the program writes (BMIs, the system catalog item).
+import type { OpenStream } from "./connection";
 import type { CelFilter } from "./filter";
 import type { ListPage } from "./paging";
 import type {
-  BareMetalInstance, BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut, BareMetalInstanceOut,
+  BareMetalInstance, Event, BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut, BareMetalInstanceOut,
   BareMetalInstanceTemplateOut, BareMetalInstanceTypeOut, ClusterOut, ClusterVersionOut, DiskImageOut, HostTypeOut,
 } from "./types";
 
@@ -57,4 +58,18 @@ export interface FulfillmentApi {
   readonly clusterVersions: ResourceReader<ClusterVersionOut>;
   readonly clusters: ResourceReader<ClusterOut>;
   close(): void;
+}
+
+/** What a watcher of the Events stream is told: each event, that the server has the stream, that it ended. */
+export interface EventHandlers {
+  /** The server has sent its response headers: every change from now on reaches this stream. */
+  onOpen?: () => void;
+  onEvent: (event: Event) => void;
+  /** Once, when the stream ends for any reason but close(). */
+  onEnd: (err: unknown) => void;
+}
+
+/** The private Events service: no replay, no delivery or order guarantee (fulfillment-api.md §6). */
+export interface EventsApi {
+  watch(filter: CelFilter | undefined, handlers: EventHandlers): OpenStream;
 }

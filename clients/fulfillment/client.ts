@@ -1,15 +1,16 @@
 // The single fulfillment-service client of the program: one channel, one ResourceClient per private
 // service it uses. Build it once per process (or per provider operation) and close() it after use.
 import { loadFulfillmentProtos } from "../../protos/fulfillment";
-import type { FulfillmentApi } from "./api";
+import type { EventsApi, FulfillmentApi } from "./api";
 import { Connection, ConnectionOptions } from "./connection";
-import { listWithoutUserData } from "./leanList";
+import { listWithoutUserData, watchWithoutUserData } from "./leanList";
 import { ResourceClient } from "./resource";
 import type {
   BareMetalInstance, BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut, BareMetalInstanceOut,
   BareMetalInstanceTemplate, BareMetalInstanceTemplateOut, BareMetalInstanceType, BareMetalInstanceTypeOut, Cluster,
   ClusterOut, ClusterVersion, ClusterVersionOut, DiskImage, DiskImageOut, HostType, HostTypeOut,
 } from "./types";
+import type { EventsWatchResponse__Output as EventsWatchResponse } from "../../protos/gen/osac/private/v1/EventsWatchResponse";
 
 export type FulfillmentClientOptions = ConnectionOptions;
 
@@ -22,6 +23,7 @@ export class FulfillmentClient implements FulfillmentApi {
   readonly diskImages: ResourceClient<DiskImage, DiskImageOut>;
   readonly clusterVersions: ResourceClient<ClusterVersion, ClusterVersionOut>;
   readonly clusters: ResourceClient<Cluster, ClusterOut>;
+  readonly events: EventsApi;
   private readonly conn: Connection;
 
   constructor(options: FulfillmentClientOptions) {
@@ -37,6 +39,16 @@ export class FulfillmentClient implements FulfillmentApi {
     this.diskImages = new ResourceClient(this.conn, v1.DiskImages.service);
     this.clusterVersions = new ResourceClient(this.conn, v1.ClusterVersions.service);
     this.clusters = new ResourceClient(this.conn, v1.Clusters.service);
+    const watch = watchWithoutUserData(protos.packageDefinition, v1.Events.service.Watch);
+    this.events = {
+      watch: (filter, handlers) => this.conn.openStream(watch, filter ? { filter: filter.text } : {}, {
+        onOpen: handlers.onOpen,
+        onMessage: (res: EventsWatchResponse) => {
+          if (res.event) handlers.onEvent(res.event);
+        },
+        onEnd: handlers.onEnd,
+      }),
+    };
   }
 
   close(): void {

@@ -52,6 +52,17 @@ function channelCredentials(transport: Transport): grpc.ChannelCredentials {
   return grpc.credentials.createSsl(transport.caFile ? fs.readFileSync(transport.caFile) : null);
 }
 
+export interface StreamHandlers<Res> {
+  onOpen?: () => void;
+  onMessage: (message: Res) => void;
+  onEnd: (err: unknown) => void;
+}
+
+export interface OpenStream {
+  /** Cancels the stream; no handler is called after it. */
+  close(): void;
+}
+
 /** What a ResourceClient needs from a connection: Connection over gRPC, or an in-memory service in tests. */
 export interface UnaryCaller {
   unary<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: CallOptions): Promise<Res>;
@@ -101,6 +112,41 @@ export class Connection implements UnaryCaller {
           else resolve(value);
         });
     });
+  }
+
+  /**
+   * Opens a server stream with no deadline (it lasts until closed). `onOpen` once the server has sent its
+   * response headers; `onEnd` once, when the stream ends for any reason but close(), with the classified
+   * error (a FulfillmentError, or an Error when the server ended it with OK).
+   */
+  openStream<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, handlers: StreamHandlers<Res>): OpenStream {
+    let call: grpc.ClientReadableStream<Res> | undefined;
+    let closed = false;
+    let ended = false;
+    const end = (err: unknown) => {
+      if (ended || closed) return;
+      ended = true;
+      handlers.onEnd(err);
+    };
+    this.readToken(method.path).then((token) => {
+      if (closed) return;
+      const metadata = new grpc.Metadata();
+      metadata.set("authorization", `Bearer ${token}`);
+      call = this.client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, {});
+      call.on("metadata", () => !closed && !ended && handlers.onOpen?.());
+      call.on("data", (message: Res) => !closed && !ended && handlers.onMessage(message));
+      call.on("status", (status: grpc.StatusObject) => {
+        if (!closed) this.options.onCall?.(method.path, grpc.status[status.code] ?? "UNKNOWN");
+        if (status.code === grpc.status.OK) end(new Error(`${method.path}: the server ended the stream`));
+      });
+      call.on("error", (err) => end(classifyCallError(method.path, err)));
+    }, end);
+    return {
+      close: () => {
+        closed = true;
+        call?.cancel();
+      },
+    };
   }
 
   private async readToken(path: string): Promise<string> {

@@ -61,3 +61,10 @@ export const Filter = {
   or: (...parts: CelFilter[]) => join("||", parts),
   not: (part: CelFilter) => cel(`!(${part.text})`),
 };
+
+/** Filters of an Events.Watch stream: CEL over the variable `event` (fulfillment-api.md §6). */
+export const EventFilter = {
+  /** Every event of a BareMetalInstance of `tenant`. */
+  bareMetalInstancesOfTenant: (tenant: string) =>
+    cel(`has(event.bare_metal_instance) && event.bare_metal_instance.metadata.tenant == ${celString(tenant)}`),
+};

@@ -2,7 +2,8 @@
 // service's List has no field mask. Nothing the program lists BMIs for reads it: it is create-only, the
 // provider sends it and never reads it back. So BMI listings drop it from the wire before decoding: a
 // listing of 2000 BMIs no longer makes 30 MB of strings in the heap on every pass, and the pull secret
-// does not enter the process through a listing. Get still decodes the whole object.
+// does not enter the process through a listing. The BMI events of the Events stream drop it the same way.
+// Get still decodes the whole object.
 import type * as protoLoader from "@grpc/proto-loader";
 import { Reader, Writer } from "protobufjs/minimal";
 import type { UnaryMethod } from "./connection";
@@ -46,10 +47,22 @@ function fieldNumber(def: protoLoader.PackageDefinition, type: string, field: st
   return number;
 }
 
+const PKG = "osac.private.v1";
+
+/** The field path of spec.user_data in the BMIs found by following `toBmi` ([type, field] pairs). */
+function userDataPath(def: protoLoader.PackageDefinition, toBmi: [string, string][]): number[] {
+  return [...toBmi.map(([type, field]) => fieldNumber(def, `${PKG}.${type}`, field)),
+    fieldNumber(def, `${PKG}.BareMetalInstance`, "spec"), fieldNumber(def, `${PKG}.BareMetalInstanceSpec`, "user_data")];
+}
+
 /** The BMI List method whose answers come without spec.user_data. */
 export function listWithoutUserData<Req, Res>(def: protoLoader.PackageDefinition, list: UnaryMethod<Req, Res>): UnaryMethod<Req, Res> {
-  const pkg = "osac.private.v1";
-  const path = [fieldNumber(def, `${pkg}.BareMetalInstancesListResponse`, "items"), fieldNumber(def, `${pkg}.BareMetalInstance`, "spec"),
-    fieldNumber(def, `${pkg}.BareMetalInstanceSpec`, "user_data")];
+  const path = userDataPath(def, [["BareMetalInstancesListResponse", "items"]]);
   return { ...list, responseDeserialize: (bytes: Buffer) => list.responseDeserialize(withoutField(bytes, path)) };
+}
+
+/** The Events.Watch method whose BMI events come without spec.user_data: nothing the program watches for reads it. */
+export function watchWithoutUserData<Req, Res>(def: protoLoader.PackageDefinition, watch: UnaryMethod<Req, Res>): UnaryMethod<Req, Res> {
+  const path = userDataPath(def, [["EventsWatchResponse", "event"], ["Event", "bare_metal_instance"]]);
+  return { ...watch, responseDeserialize: (bytes: Buffer) => watch.responseDeserialize(withoutField(bytes, path)) };
 }

@@ -35,3 +35,4 @@ export type {
 } from "../../protos/gen/osac/private/v1/ClusterVersion";
 export type { Cluster, Cluster__Output as ClusterOut } from "../../protos/gen/osac/private/v1/Cluster";
 export type { FieldMask } from "../../protos/gen/google/protobuf/FieldMask";
+export type { Event__Output as Event } from "../../protos/gen/osac/private/v1/Event";

@@ -103,13 +103,18 @@ export function advanceLifecycle(engine: FulfillmentEngine): boolean {
     if (md.deletion_timestamp) {
       if (row.sim.deleteAt !== undefined && row.sim.deleteAt <= now && !engine.faults.stuckDeleting(md.name)) {
         md.finalizers = []; // the controller removed its finalizer: archive
+        md.version++;
         engine.store.remove("BareMetalInstances", row.obj.id);
+        engine.events.changed("BareMetalInstances", "EVENT_TYPE_OBJECT_DELETED", row.obj);
         if (row.sim.host) engine.store.hosts[row.sim.host] = null;
         changed = true;
       }
     } else if (row.sim.provisionAt !== undefined && row.sim.provisionAt <= now) {
       delete row.sim.provisionAt;
       provision(engine, row);
+      // The controller writes its status through the API: a change like any other.
+      md.version++;
+      engine.events.changed("BareMetalInstances", "EVENT_TYPE_OBJECT_UPDATED", row.obj);
       changed = true;
     }
   }

@@ -1,5 +1,5 @@
 // The subset of CEL the fulfillment service can translate to SQL (fulfillment-api.md §2.3), parsed
-// and evaluated for real: literals, `this` and `now`, field access checked against the proto type,
+// and evaluated for real: literals, `this` (`event` in a watch) and `now`, field access checked against the proto type,
 // map index, `== != < <= > >=` (null and timestamps included), `+ - * / %` on numbers, `&& || !`,
 // `in` (list literal, repeated field, map key), `startsWith/endsWith/contains` and `has()`.
 // Anything else is a FilterError, which the server answers with INVALID_ARGUMENT.
@@ -203,11 +203,20 @@ function bool(x: Val, what: string): boolean {
   return x.v;
 }
 
+/** A value of an enum declared in the package of `type` (EVENT_TYPE_OBJECT_CREATED): CEL knows the constants. */
+function isEnumValue(type: protobuf.Type, name: string): boolean {
+  const pkg = type.parent;
+  if (!pkg || !/^[A-Z][A-Z0-9_]*$/.test(name)) return false;
+  return pkg.nestedArray.some((n) => "values" in n && typeof (n as protobuf.Enum).values[name] === "number");
+}
+
 export interface FilterEnv {
   /** The object as decoded (proto field names), and its message type. */
   self: unknown;
   selfType: protobuf.Type;
   nowMs: number;
+  /** The name the object goes by: "this" in a List filter, "event" in an Events.Watch filter. */
+  variable?: string;
 }
 
 function evalNode(n: Node, env: FilterEnv): Val {
@@ -215,8 +224,9 @@ function evalNode(n: Node, env: FilterEnv): Val {
     case "lit":
       return { v: n.v, kind: "scalar" };
     case "ident":
-      if (n.name === "this") return { v: env.self, type: env.selfType, kind: "message" };
+      if (n.name === (env.variable ?? "this")) return { v: env.self, type: env.selfType, kind: "message" };
       if (n.name === "now") return { v: { seconds: Math.floor(env.nowMs / 1000), nanos: (env.nowMs % 1000) * 1e6 }, kind: "timestamp" };
+      if (isEnumValue(env.selfType, n.name)) return { v: n.name, kind: "scalar" }; // enums decode as their names
       throw new FilterError(`undeclared reference '${n.name}'`);
     case "member":
       return fieldVal(evalNode(n.obj, env), n.name);
@@ -309,14 +319,15 @@ export function evaluateFilter(ast: Node, env: FilterEnv): boolean {
  * Checks every field selection and function against the schema without evaluating, the way the
  * service's SQL translation rejects a bad filter even when no row would reach the bad branch.
  */
-export function checkFilter(ast: Node, selfType: protobuf.Type): void {
+export function checkFilter(ast: Node, selfType: protobuf.Type, variable = "this"): void {
   const walk = (n: Node): Val => {
     switch (n.k) {
       case "lit":
         return { v: n.v, kind: "scalar" };
       case "ident":
-        if (n.name === "this") return { v: null, type: selfType, kind: "message" };
+        if (n.name === variable) return { v: null, type: selfType, kind: "message" };
         if (n.name === "now") return { v: null, kind: "timestamp" };
+        if (isEnumValue(selfType, n.name)) return { v: null, kind: "scalar" };
         throw new FilterError(`undeclared reference '${n.name}'`);
       case "member":
         return fieldVal(walk(n.obj), n.name);

@@ -11,7 +11,12 @@ export function labControlHandlers(engine: FulfillmentEngine): FulfillmentLabHan
     SetFault: (call, callback) => {
       const req = call.request;
       try {
-        if (req.method) engine.faults.setMethod(parseMethodFault(req.method));
+        if (req.method) {
+          const spec = parseMethodFault(req.method);
+          engine.faults.setMethod(spec);
+          // A fault on the stream (or on every method) also breaks the streams already open, as a lost connection would.
+          if ((spec.method === "Events/Watch" || spec.method === "*") && spec.code !== undefined) engine.events.breakAll(spec.code);
+        }
         else if (req.lifecycle) engine.faults.setLifecycle(req.lifecycle);
         else if (req.list) engine.faults.setList(req.list);
         else throw new Error("SetFault needs a method, a lifecycle or a list fault");

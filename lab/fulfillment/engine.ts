@@ -18,6 +18,7 @@ import { validateLabelsAndAnnotations, validateName, validateTemplateId } from "
 import { checkBmiUpdate, echoProposals, prepareBmiCreate, stripProposals } from "./bmiRules";
 import { advanceLifecycle, markDeleting, nextLifecycleDue } from "./bmiLifecycle";
 import { timestamp } from "./timestamp";
+import { EventHub } from "./events";
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
@@ -49,6 +50,8 @@ export class FulfillmentEngine {
   readonly faults = new Faults();
   readonly timings: SimulatorTimings;
   readonly calls = new Map<string, number>();
+  /** The Events service's open streams; every committed change is sent to them. */
+  readonly events: EventHub;
   private readonly bootListeners = new Set<(e: BootEvent) => void>();
   private timer: NodeJS.Timeout | undefined;
   readonly now: () => number;
@@ -57,6 +60,7 @@ export class FulfillmentEngine {
     this.now = opts.now ?? Date.now;
     this.timings = { ...DEFAULT_TIMINGS, ...opts.seed.timings };
     this.store = new Store(opts.stateDir);
+    this.events = new EventHub(this.store.messageType("osac.private.v1.Event"), this.now);
     this.seedObjects(this.store.load());
     for (const h of opts.seed.hosts ?? []) this.store.hosts[h.name] ??= null;
     this.tick();
@@ -128,6 +132,7 @@ export class FulfillmentEngine {
     });
     if (dryRun) return echoProposals(this, kind, requested, obj);
     this.store.put(kind, { obj, sim } as Row<K>);
+    this.events.changed(kind, "EVENT_TYPE_OBJECT_CREATED", obj);
     this.commit();
     return echoProposals(this, kind, requested, obj);
   }
@@ -164,6 +169,7 @@ export class FulfillmentEngine {
     if (JSON.stringify(next) === JSON.stringify(stored)) return stored; // nothing changed: no write
     md.version = old.version + 1;
     row.obj = next;
+    this.events.changed(kind, "EVENT_TYPE_OBJECT_UPDATED", next);
     this.commit();
     return next;
   }
@@ -174,12 +180,21 @@ export class FulfillmentEngine {
     if (md.deletion_timestamp) return; // already being deleted
     if (md.finalizers.length === 0) {
       this.store.remove(kind, id); // archived at once
+      this.events.changed(kind, "EVENT_TYPE_OBJECT_DELETED", row.obj);
     } else {
       md.deletion_timestamp = timestamp(this.now());
       md.version++;
       if (kind === "BareMetalInstances") markDeleting(this, row as Row<"BareMetalInstances">);
+      this.events.changed(kind, "EVENT_TYPE_OBJECT_UPDATED", row.obj);
     }
     this.commit();
+  }
+
+  /** Signal: nothing changes; watchers are told the object may need reconciling. */
+  signal(kind: Kind, subject: Subject, id: string): void {
+    const row = this.visibleRow(kind, subject, id);
+    this.events.changed(kind, "EVENT_TYPE_OBJECT_SIGNALED", row.obj);
+    this.events.flush();
   }
 
   // ---- lifecycle, boots, persistence ----
@@ -197,11 +212,13 @@ export class FulfillmentEngine {
   /** Applies due transitions, persists, and arms the timer for the next one. */
   tick(): void {
     if (advanceLifecycle(this)) this.store.save();
+    this.events.flush();
     this.schedule();
   }
 
   commit(): void {
     this.store.save();
+    this.events.flush();
     this.schedule();
   }
 

@@ -1,5 +1,5 @@
-// The simulator as a grpc-js server on loopback: the eight osac.private.v1 services backed by the
-// engine, every call through authentication and fault injection, plus the lab-only bmwlab.v1
+// The simulator as a grpc-js server on loopback: the eight osac.private.v1 resource services and the
+// Events stream backed by the engine, every call through authentication and fault injection, plus the lab-only bmwlab.v1
 // control service (faults, stats, boot stream). Start it in-process with startSimulator(), or as its
 // own process through main.ts.
 import * as fs from "node:fs";
@@ -8,6 +8,8 @@ import { loadFulfillmentProtos } from "../../protos/fulfillment";
 import type { BareMetalInstancesGetRequest__Output as IdRequest } from "../../protos/gen/osac/private/v1/BareMetalInstancesGetRequest";
 import type { BareMetalInstancesListRequest__Output as ListRequest } from "../../protos/gen/osac/private/v1/BareMetalInstancesListRequest";
 import type { FieldMask__Output } from "../../protos/gen/google/protobuf/FieldMask";
+import type { EventsWatchRequest__Output as EventsWatchRequest } from "../../protos/gen/osac/private/v1/EventsWatchRequest";
+import type { EventsWatchResponse } from "../../protos/gen/osac/private/v1/EventsWatchResponse";
 import { authenticate, Subject } from "./auth";
 import { labControlHandlers } from "./control";
 import { FulfillmentEngine } from "./engine";
@@ -74,10 +76,39 @@ function crudHandlers<K extends Kind>(engine: FulfillmentEngine, kind: K): grpc.
       return {};
     }),
     Signal: wrap("Signal", (req: IdRequest, s) => {
-      engine.visibleRow(kind, s, req.id);
+      engine.signal(kind, s, req.id);
       return {};
     }),
   };
+}
+
+/**
+ * Events.Watch: authenticated like every private method, then open until the caller cancels or a fault
+ * breaks it. The response headers go out once the stream is subscribed, so a caller that waits for them
+ * knows every later change reaches it.
+ */
+function eventsHandlers(engine: FulfillmentEngine): grpc.UntypedServiceImplementation {
+  const tokens = engine.opts.seed.tokens;
+  const denyTenants = (engine.opts.seed.tenantPrivateAccess ?? "deny") === "deny";
+  const watch: grpc.handleServerStreamingCall<EventsWatchRequest, EventsWatchResponse> = (call) => {
+    const name = "Events/Watch";
+    engine.calls.set(name, (engine.calls.get(name) ?? 0) + 1);
+    const fail = (err: unknown) => call.emit("error", toServiceError(err));
+    const fault = engine.faults.take(name);
+    void (async () => {
+      if (fault.latencyMs) await sleep(fault.latencyMs);
+      if (fault.error !== undefined) throw new SimError(fault.error, `injected fault on ${name}`);
+      const subject = authenticate(`/osac.private.v1.${name}`, call.metadata, tokens);
+      if (!subject.admin && denyTenants) throw permissionDenied(`method '/osac.private.v1.${name}' is not allowed`);
+      const filter = engine.events.parse(call.request.filter);
+      if (call.cancelled) return;
+      const off = engine.events.subscribe({ subject, filter, send: (event) => call.write({ event }), end: fail });
+      call.on("cancelled", off);
+      call.on("close", off);
+      call.sendMetadata(new grpc.Metadata());
+    })().catch(fail);
+  };
+  return { Watch: watch };
 }
 
 export async function startSimulator(opts: SimulatorOptions): Promise<RunningSimulator> {
@@ -85,6 +116,7 @@ export async function startSimulator(opts: SimulatorOptions): Promise<RunningSim
   const server = new grpc.Server();
   const v1 = loadFulfillmentProtos().grpc.osac.private.v1;
   for (const kind of KINDS) server.addService(v1[kind].service, crudHandlers(engine, kind));
+  server.addService(v1.Events.service, eventsHandlers(engine));
   server.addService(loadLabProtos().bmwlab.v1.FulfillmentLab.service, labControlHandlers(engine));
   const creds = opts.tls
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: fs.readFileSync(opts.tls.certFile), private_key: fs.readFileSync(opts.tls.keyFile) }])

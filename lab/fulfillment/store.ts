@@ -82,6 +82,10 @@ export class Store {
     return this.root.lookupType(KIND_TYPES[kind]);
   }
 
+  messageType(name: string): protobuf.Type {
+    return this.root.lookupType(name);
+  }
+
   /** Normalises any request-shaped object to the decoded form, exactly as a wire round trip would. */
   canonical<K extends Kind>(kind: K, obj: unknown): ObjectsByKind[K] {
     const t = this.typeOf(kind);

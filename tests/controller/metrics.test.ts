@@ -115,6 +115,18 @@ describe("ReconcilerMetrics", () => {
     expect(lines).toContain('bmw_memory_trim_duration_seconds_bucket{le="0.005"} 1');
   });
 
+  it("counts the BMI cache's events by a short type and says whether it is synced", async () => {
+    const m = new ReconcilerMetrics({ defaultMetrics: false });
+    m.countBmiCacheEvent("EVENT_TYPE_OBJECT_UPDATED");
+    m.countBmiCacheEvent("EVENT_TYPE_OBJECT_UPDATED");
+    m.countBmiCacheEvent("EVENT_TYPE_OBJECT_DELETED");
+    m.bmiCacheSynced.set(1);
+    const lines = await m.render();
+    expect(lines).toContain('bmw_bmi_cache_events_total{type="updated"} 2');
+    expect(lines).toContain('bmw_bmi_cache_events_total{type="deleted"} 1');
+    expect(lines).toContain("bmw_bmi_cache_synced 1");
+  });
+
   it("reports the pulumi slots as they are when scraped", async () => {
     const slots = { inUse: 2, waiting: 5 };
     const m = new ReconcilerMetrics({ defaultMetrics: false, updateSlots: slots });

@@ -61,3 +61,30 @@ describe("simulator CEL subset", () => {
     expect(() => run(f)).toThrow(message);
   });
 });
+
+describe("simulator CEL subset over an event (Events.Watch)", () => {
+  const eventType = loadFulfillmentRoot().lookupType("osac.private.v1.Event");
+  const event = { id: "e-1", type: "EVENT_TYPE_OBJECT_UPDATED", payload: "bare_metal_instance", bare_metal_instance: obj };
+  const watch = (f: string) => {
+    const ast = parseFilter(f);
+    checkFilter(ast, eventType, "event");
+    return evaluateFilter(ast, { self: event, selfType: eventType, nowMs: 0, variable: "event" });
+  };
+
+  it.each([
+    ["has(event.bare_metal_instance) && event.bare_metal_instance.metadata.tenant == 'system'", true],
+    ["has(event.cluster)", false],
+    ["event.type == EVENT_TYPE_OBJECT_UPDATED", true],
+    ["event.type == EVENT_TYPE_OBJECT_CREATED || event.type == EVENT_TYPE_OBJECT_DELETED", false],
+  ])("%s → %s", (f, expected) => {
+    expect(watch(f)).toBe(expected);
+  });
+
+  it.each([
+    ["this.id == 'e-1'", /undeclared reference 'this'/],
+    ["event.type == EVENT_TYPE_NO_SUCH_VALUE", /undeclared reference 'EVENT_TYPE_NO_SUCH_VALUE'/],
+    ["event.bare_metal_instance.nope == 1", /no field 'nope'/],
+  ])("rejects %s", (f, message) => {
+    expect(() => watch(f)).toThrow(message);
+  });
+});
