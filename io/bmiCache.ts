@@ -7,9 +7,10 @@
 // The stream promises neither delivery nor order (fulfillment-api.md §6), so:
 //   - a change is taken only when its metadata.version is newer than the one held, and an id the stream
 //     said was deleted stays deleted until the next List;
-//   - the List starts only once the stream is open (its response headers came, or a grace period passed
-//     without it ending), so no change falls between the two; events that come during the List are
-//     applied after it;
+//   - the List starts only once the stream is open, so no change falls between the two: once its response
+//     headers came, or else (a server that sends them with its first event) once a grace period passed
+//     without it ending, and then the next pass lists once more, the stream by then surely subscribed;
+//     events that come during a List are applied after it;
 //   - every `relistMs` the List is read again and replaces what is held: a lost event is stale at most
 //     that long;
 //   - a stream that ends, or an event the cache cannot read (no BMI payload), leaves the cache unsynced:
@@ -109,6 +110,12 @@ interface Stream {
   handle: OpenStream;
   /** True once open (headers, or the grace period passed with the stream alive); false when it ended first. */
   opened: Promise<boolean>;
+  grace: NodeJS.Timeout;
+  /** Open, and whether by its headers. */
+  open: boolean;
+  headers: boolean;
+  /** Listings made on it. */
+  syncs: number;
   ended: boolean;
 }
 
@@ -165,7 +172,10 @@ export class BmiCache {
     this.buffer = undefined;
     const first = !this.snapshot;
     this.snapshot = snapshot;
-    this.listedAt = this.now();
+    // Opened by the grace period alone: the next pass lists once more.
+    const early = !stream.headers && stream.syncs === 0;
+    stream.syncs++;
+    this.listedAt = early ? this.now() - this.opts.relistMs : this.now();
     if (first) {
       this.opts.log?.("the BareMetalInstance cache is synced from the service's event stream", { bmis: items.length }, "debug");
       this.opts.onSync?.(true);
@@ -179,24 +189,26 @@ export class BmiCache {
     if (this.closed || this.now() < this.streamlessUntil) return undefined;
     let resolveOpened!: (open: boolean) => void;
     const opened = new Promise<boolean>((r) => (resolveOpened = r));
-    const grace = setTimeout(() => resolveOpened(true), this.opts.openGraceMs ?? 2_000);
-    grace.unref?.();
     const stream: Stream = {
-      opened,
-      ended: false,
+      opened, open: false, headers: false, syncs: 0, ended: false,
+      grace: setTimeout(() => {
+        stream.open = true;
+        resolveOpened(true);
+      }, this.opts.openGraceMs ?? 2_000),
       handle: this.opts.events.watch(EventFilter.bareMetalInstancesOfTenant(SYSTEM_TENANT), {
         onOpen: () => {
-          clearTimeout(grace);
+          clearTimeout(stream.grace);
+          stream.open = stream.headers = true;
           resolveOpened(true);
         },
         onEvent: (e) => this.take(stream, e),
         onEnd: (err) => {
-          clearTimeout(grace);
           resolveOpened(false);
           this.ended(stream, err);
         },
       }),
     };
+    stream.grace.unref?.();
     this.stream = stream;
     return stream;
   }
@@ -227,15 +239,15 @@ export class BmiCache {
   private ended(stream: Stream, err: unknown): void {
     if (stream.ended) return;
     stream.ended = true;
+    clearTimeout(stream.grace);
     if (stream !== this.stream) return;
     this.stream = undefined;
     this.buffer = undefined;
     const wasSynced = this.snapshot !== undefined;
     this.snapshot = undefined;
     if (err !== undefined) {
-      const opened = wasSynced;
-      // A stream that ends before the cache could use it (no such service, refused): wait before the next try.
-      if (!opened) this.streamlessUntil = this.now() + this.retryMs();
+      // A stream that ends before it opened (no such service, refused): wait before the next try.
+      if (!stream.open) this.streamlessUntil = this.now() + this.retryMs();
       this.opts.log?.("the BareMetalInstance event stream ended; passes list the BareMetalInstances until it is synced again",
         { error: err instanceof Error ? err.message : String(err) });
     }

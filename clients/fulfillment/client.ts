@@ -7,7 +7,7 @@ import { listWithoutUserData, watchWithoutUserData } from "./leanList";
 import { ResourceClient } from "./resource";
 import type {
   BareMetalInstance, BareMetalInstanceCatalogItem, BareMetalInstanceCatalogItemOut, BareMetalInstanceOut,
-  BareMetalInstanceTemplate, BareMetalInstanceTemplateOut, BareMetalInstanceType, BareMetalInstanceTypeOut, Cluster,
+  BareMetalInstanceTemplate, BareMetalInstanceTemplateOut, Event, BareMetalInstanceType, BareMetalInstanceTypeOut, Cluster,
   ClusterOut, ClusterVersion, ClusterVersionOut, DiskImage, DiskImageOut, HostType, HostTypeOut,
 } from "./types";
 import type { EventsWatchResponse__Output as EventsWatchResponse } from "../../protos/gen/osac/private/v1/EventsWatchResponse";
@@ -43,9 +43,8 @@ export class FulfillmentClient implements FulfillmentApi {
     this.events = {
       watch: (filter, handlers) => this.conn.openStream(watch, filter ? { filter: filter.text } : {}, {
         onOpen: handlers.onOpen,
-        onMessage: (res: EventsWatchResponse) => {
-          if (res.event) handlers.onEvent(res.event);
-        },
+        // A response without an event is passed on empty: the watcher decides what it cannot read.
+        onMessage: (res: EventsWatchResponse) => handlers.onEvent(res.event ?? ({} as Event)),
         onEnd: handlers.onEnd,
       }),
     };

@@ -132,7 +132,12 @@ export class Connection implements UnaryCaller {
       if (closed) return;
       const metadata = new grpc.Metadata();
       metadata.set("authorization", `Bearer ${token}`);
-      call = this.client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, {});
+      try {
+        call = this.client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, {});
+      } catch (err) {
+        end(err); // a closed channel throws here
+        return;
+      }
       call.on("metadata", () => !closed && !ended && handlers.onOpen?.());
       call.on("data", (message: Res) => !closed && !ended && handlers.onMessage(message));
       call.on("status", (status: grpc.StatusObject) => {

@@ -14,8 +14,10 @@ export function labControlHandlers(engine: FulfillmentEngine): FulfillmentLabHan
         if (req.method) {
           const spec = parseMethodFault(req.method);
           engine.faults.setMethod(spec);
-          // A fault on the stream (or on every method) also breaks the streams already open, as a lost connection would.
-          if ((spec.method === "Events/Watch" || spec.method === "*") && spec.code !== undefined) engine.events.breakAll(spec.code);
+          // A fault that fails every call of the stream (or of every method) also breaks the streams already open,
+          // as a lost connection would; a fault at a lower rate only refuses some new ones.
+          const breaks = (spec.method === "Events/Watch" || spec.method === "*") && spec.code !== undefined && spec.rate >= 1;
+          if (breaks) engine.events.breakAll(spec.code!);
         }
         else if (req.lifecycle) engine.faults.setLifecycle(req.lifecycle);
         else if (req.list) engine.faults.setList(req.list);

@@ -67,19 +67,31 @@ describe("Events.Watch", () => {
   });
 
   it("applies the filter: only the events it selects, and an update with a mask is one UPDATED", async () => {
-    const onlyNamed = watch(c, EventFilter.bareMetalInstancesOfTenant("acme"));
+    const named = watch(c, CelFilter.of("event.bare_metal_instance.metadata.name == 'ev-filter'"));
+    const acme = watch(c, EventFilter.bareMetalInstancesOfTenant("acme"));
     const all = watch();
-    await Promise.all([onlyNamed.opened, all.opened]);
+    await Promise.all([named.opened, acme.opened, all.opened]);
+    const other = await c.bareMetalInstances.create(workerBmi("ev-other"));
     const bmi = await c.bareMetalInstances.create(workerBmi("ev-filter"));
     await c.bareMetalInstances.update({ id: bmi.id, metadata: { labels: { ...bmi.metadata?.labels, extra: "x" } } }, { updateMask: ["metadata.labels"] });
-    await eventually(async () => (all.events.filter((e) => e.bare_metal_instance?.id === bmi.id).length >= 2 ? true : undefined));
-    expect(all.events.filter((e) => e.bare_metal_instance?.id === bmi.id).map(short).slice(0, 2)).toEqual(["CREATED ev-filter", "UPDATED ev-filter"]);
-    expect(onlyNamed.events).toEqual([]);
+    const before = (await stats(h.lab)).calls;
+    await c.bareMetalInstances.update({ id: bmi.id, metadata: { labels: { ...bmi.metadata?.labels, extra: "x" } } }, { updateMask: ["metadata.labels"] });
+    expect((await stats(h.lab)).calls["BareMetalInstances/Update"]).toBe((before["BareMetalInstances/Update"] ?? 0) + 1);
+    // Both BMIs' provisioning too, so that every event of theirs has come.
+    await eventually(async () => (all.events.filter((e) => e.bare_metal_instance?.status?.state === "BARE_METAL_INSTANCE_STATE_RUNNING" &&
+      [bmi.id, other.id].includes(e.bare_metal_instance.id)).length === 2 ? true : undefined));
+    const mine = (w: Watcher) => w.events.filter((e) => e.bare_metal_instance?.id === bmi.id);
+    // Created, labelled, provisioned (these two in either order): the second update changed nothing, so no write and no event.
+    expect(mine(all).map((e) => e.bare_metal_instance?.metadata?.version)).toEqual([0, 1, 2]);
+    expect(mine(all)[2].bare_metal_instance?.metadata?.labels.extra).toBe("x");
+    expect(named.events.map((e) => e.bare_metal_instance?.metadata?.name)).toEqual(mine(all).map(() => "ev-filter"));
+    expect(named.events.length).toBeGreaterThanOrEqual(3);
+    expect(all.events.some((e) => e.bare_metal_instance?.id === other.id)).toBe(true);
+    expect(acme.events).toEqual([]);
     // The service sends the ignition (a Get has it); the client's decoding of events leaves it out.
     expect((await c.bareMetalInstances.get(bmi.id)).spec?.user_data).toContain("ignition");
-    expect(all.events.filter((e) => e.bare_metal_instance?.id === bmi.id).every((e) => !e.bare_metal_instance?.spec?.user_data)).toBe(true);
-    onlyNamed.stream.close();
-    all.stream.close();
+    expect(mine(all).every((e) => !e.bare_metal_instance?.spec?.user_data)).toBe(true);
+    for (const w of [named, acme, all]) w.stream.close();
   });
 
   it("does not replay: a stream opened after a change never hears of it", async () => {

@@ -36,12 +36,13 @@ describe("BmiCache against the simulator", () => {
   const logs: string[] = [];
   let cache: BmiCache;
   let now = 0;
+  let unsynced = 0;
   beforeAll(async () => {
     h = await startHarness();
     c = h.client();
     cache = new BmiCache({
       list: () => listOrderBmis(c), events: c.events, relistMs: 60_000, retryMs: 0, now: () => Date.now() + now,
-      log: (msg) => logs.push(msg),
+      log: (msg) => logs.push(msg), onSync: (synced) => void (synced ? undefined : unsynced++),
     });
   });
   afterAll(async () => {
@@ -77,6 +78,8 @@ describe("BmiCache against the simulator", () => {
       });
       expect(await listingsDuring(h, c, () => cache.digests())).toBe(0);
     }), { seed: SEED, numRuns: RUNS, endOnFailure: true });
+    // One stream all along: the agreement came from its events, not from a break and a new listing.
+    expect(unsynced).toBe(0);
     expect(cache.synced).toBe(true);
   });
 
@@ -155,22 +158,47 @@ describe("BmiCache with a scripted stream", () => {
 
   it("applies the events that came during its listing after it, by version", async () => {
     const s = setup([]);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const labelled = (b: BareMetalInstanceOut, v: string) => ({ ...b, metadata: { ...b.metadata!, labels: { ...b.metadata!.labels, v } } });
     const cache = new BmiCache({
       list: async () => {
         s.events.send("EVENT_TYPE_OBJECT_CREATED", bmi("b", "o2", 0));
-        s.events.send("EVENT_TYPE_OBJECT_UPDATED", bmi("a", "o1", 1)); // older than the listing's
-        await gate;
+        s.events.send("EVENT_TYPE_OBJECT_UPDATED", labelled(bmi("a", "o1", 3), "newer")); // newer than the listing's
+        s.events.send("EVENT_TYPE_OBJECT_UPDATED", bmi("a", "o1", 1, "BARE_METAL_INSTANCE_STATE_FAILED")); // older
         return [bmi("a", "o1", 2)];
       },
       events: s.events, relistMs: 60_000,
     });
-    const pending = cache.digests();
-    release();
-    const digests = await pending;
-    expect(digests.get("o1")).toBe(orderBmiDigests([bmi("a", "o1", 2)]).get("o1"));
+    const digests = await cache.digests();
+    expect(digests.get("o1")).toBe(orderBmiDigests([labelled(bmi("a", "o1", 3), "newer")]).get("o1"));
     expect(digests.get("o2")).toBe(orderBmiDigests([bmi("b", "o2", 0)]).get("o2"));
+    cache.close();
+  });
+
+  it("a relist replaces what is held: a change no event told of is corrected, and a deleted id may come back", async () => {
+    let now = 0;
+    const events = new ScriptedEvents();
+    let listing = [bmi("a", "o1", 1), bmi("c", "o3", 1)];
+    const cache = new BmiCache({ list: async () => listing, events, relistMs: 60_000, now: () => now });
+    await cache.digests();
+    events.send("EVENT_TYPE_OBJECT_DELETED", bmi("c", "o3", 2));
+    listing = [bmi("a", "o1", 2, "BARE_METAL_INSTANCE_STATE_FAILED"), bmi("c", "o3", 3)]; // the event of a's change was lost
+    const stale = await cache.digests();
+    expect(stale.get("o1")).toBe(orderBmiDigests([bmi("a", "o1", 1)]).get("o1"));
+    expect(stale.has("o3")).toBe(false);
+    now += 60_000;
+    expect([...(await cache.digests())].sort()).toEqual([...orderBmiDigests(listing)].sort());
+    cache.close();
+  });
+
+  it("a stream whose headers never come is used after the grace period, and the next pass lists once more", async () => {
+    let lists = 0;
+    const events: EventsApi = { watch: () => ({ close: () => undefined }) };
+    const cache = new BmiCache({ list: async () => (lists++, [bmi("a", "o1", 1)]), events, relistMs: 60_000, openGraceMs: 10 });
+    await cache.digests();
+    expect(cache.synced).toBe(true);
+    await cache.digests();
+    await cache.digests();
+    expect(lists).toBe(2);
     cache.close();
   });
 
