@@ -96,7 +96,7 @@ export const DEFAULT_PROGRESS_REPORT_MS = 10_000;
 export const DEFAULT_RESYNC_INTERVAL_MS = 600_000;
 export const DEFAULT_HISTORY_RETENTION = 100;
 export const DEFAULT_MEMORY_TRIM_INTERVAL_MS = 60_000;
-export const DEFAULT_BMI_RELIST_INTERVAL_MS = 300_000;
+export const DEFAULT_BMI_RELIST_INTERVAL_MS = 600_000;
 export const PROGRAM_MODES = ["inline", "process"] as const;
 export type ProgramMode = (typeof PROGRAM_MODES)[number];
 

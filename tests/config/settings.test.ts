@@ -87,7 +87,7 @@ describe("numbers and durations", () => {
     ["BMW_MEMORY_TRIM_INTERVAL_MS", undefined, { memoryTrimIntervalMs: 60_000 }],
     ["BMW_MEMORY_TRIM_INTERVAL_MS", "0", { memoryTrimIntervalMs: 0 }],
     ["BMW_MEMORY_TRIM_INTERVAL_MS", "-1", /^BMW_MEMORY_TRIM_INTERVAL_MS="-1" is not a non-negative integer$/],
-    ["BMW_BMI_RELIST_INTERVAL_MS", undefined, { bmiRelistIntervalMs: 300_000 }],
+    ["BMW_BMI_RELIST_INTERVAL_MS", undefined, { bmiRelistIntervalMs: 600_000 }],
     ["BMW_BMI_RELIST_INTERVAL_MS", "0", { bmiRelistIntervalMs: 0 }],
     ["BMW_BMI_RELIST_INTERVAL_MS", "5m", /^BMW_BMI_RELIST_INTERVAL_MS="5m" is not a non-negative integer$/],
     ["BMW_PROGRAM_MODE", undefined, { programMode: "inline" }],
