@@ -4,7 +4,8 @@
 // these says its world may have moved, and then the next reconcile observes in full:
 //   - a watch event for it (ClusterOrder, Agent, NodePool, InfraEnv) or any requeue (the loop invalidates);
 //   - the ClusterOrder's resourceVersion in the tick's listing differs from the one observed;
-//   - its BMIs in this pass's one hub-wide listing (io/orderBmiDigests.ts) differ from those observed;
+//   - its BMIs as this pass reads them (the cache the service's event stream keeps, io/bmiCache.ts, or
+//     one hub-wide listing, io/orderBmiDigests.ts) differ from those observed;
 //   - its rollback pin changed;
 //   - its periodic refresh or its plan's requeue time (e.g. a retried worker's healthy period) is due;
 //   - at its resync time: the versions of its Agents, InfraEnvs and NodePools in one hub-wide metadata
@@ -30,7 +31,7 @@ import type { SettledStore, StoredSettled } from "./settledStore";
 import { within } from "../lib/deadline";
 
 export interface SettledOrdersOptions {
-  /** The hub's BMIs, digested per order uid; listed at most once per pass. */
+  /** The hub's BMIs, digested per order uid; read at most once per pass (from the BMI cache, or one listing). */
   listBmiDigests: () => Promise<Map<string, string>>;
   /** The hub's watched objects, digested per order (io/hubDigest.ts); listed at most once per pass, only when a record is due for its resync. */
   listHubDigests?: () => Promise<(order: OrderIdentity) => string>;
