@@ -17,9 +17,8 @@
 //     passes list as before until a new stream and List sync it again.
 import type { BareMetalInstanceOut, Event, EventsApi, OpenStream } from "../clients/fulfillment";
 import { EventFilter, observedBmi, SYSTEM_TENANT } from "../clients/fulfillment";
-import { ORDER_LABEL } from "../planner/names";
 import type { ObservedBmi } from "../planner/types";
-import { bmiDigest, orderBmiDigests } from "./orderBmiDigests";
+import { bmiDigest, orderBmiDigests, orderUidOf } from "./orderBmiDigests";
 
 export interface BmiCacheOptions {
   /** Every system-tenant BMI with an order label (paged, all-or-nothing). */
@@ -81,7 +80,7 @@ class Snapshot {
 
   private put(b: BareMetalInstanceOut): void {
     this.remove(b.id);
-    const uid = b.metadata?.labels?.[ORDER_LABEL] || undefined;
+    const uid = orderUidOf(b);
     this.byId.set(b.id, { version: versionOf(b), uid, bmi: observedBmi(b) });
     if (!uid) return;
     const ids = this.byOrder.get(uid) ?? new Set<string>();
@@ -166,8 +165,9 @@ export class BmiCache {
       this.buffer = undefined;
       throw err;
     }
-    const snapshot = new Snapshot(items);
+    // No stream to keep it (none opened, or it ended during the List): this pass's listing only.
     if (!open || !stream || stream !== this.stream || stream.ended) return orderBmiDigests(items);
+    const snapshot = new Snapshot(items);
     for (const e of this.buffer ?? []) snapshot.apply(e);
     this.buffer = undefined;
     const first = !this.snapshot;

@@ -14,6 +14,11 @@ export function bmiDigest(bmis: readonly ObservedBmi[]): string {
   return crypto.createHash("sha256").update(JSON.stringify(sorted)).digest("hex");
 }
 
+/** The uid of the order a BMI belongs to (its order label); undefined for one of no order. */
+export function orderUidOf(b: BareMetalInstanceOut): string | undefined {
+  return b.metadata?.labels?.[ORDER_LABEL] || undefined;
+}
+
 /** Every system-tenant BMI that carries an order label, listed once (paged, all-or-nothing: a listing that does not add up throws). */
 export function listOrderBmis(f: Pick<FulfillmentApi, "bareMetalInstances">): Promise<BareMetalInstanceOut[]> {
   return f.bareMetalInstances.listAll(Filter.and(Filter.tenantEquals(SYSTEM_TENANT), Filter.hasLabel(ORDER_LABEL)));
@@ -23,7 +28,7 @@ export function listOrderBmis(f: Pick<FulfillmentApi, "bareMetalInstances">): Pr
 export function orderBmiDigests(items: readonly BareMetalInstanceOut[]): Map<string, string> {
   const byOrder = new Map<string, ObservedBmi[]>();
   for (const b of items) {
-    const uid = b.metadata?.labels?.[ORDER_LABEL];
+    const uid = orderUidOf(b);
     if (!uid) continue;
     const list = byOrder.get(uid) ?? [];
     list.push(observedBmi(b));

@@ -99,8 +99,7 @@ export class Connection implements UnaryCaller {
   }
 
   private async attempt<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: CallOptions): Promise<Res> {
-    const metadata = new grpc.Metadata();
-    metadata.set("authorization", `Bearer ${await this.readToken(method.path)}`);
+    const metadata = await this.authMetadata(method.path);
     for (const [k, v] of Object.entries(opts.metadata ?? {})) metadata.set(k, v);
     const deadline = Date.now() + this.deadlineMs;
     return new Promise<Res>((resolve, reject) => {
@@ -128,10 +127,8 @@ export class Connection implements UnaryCaller {
       ended = true;
       handlers.onEnd(err);
     };
-    this.readToken(method.path).then((token) => {
+    this.authMetadata(method.path).then((metadata) => {
       if (closed) return;
-      const metadata = new grpc.Metadata();
-      metadata.set("authorization", `Bearer ${token}`);
       try {
         call = this.client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, request, metadata, {});
       } catch (err) {
@@ -152,6 +149,13 @@ export class Connection implements UnaryCaller {
         call?.cancel();
       },
     };
+  }
+
+  /** Request metadata with the bearer token read now. */
+  private async authMetadata(path: string): Promise<grpc.Metadata> {
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", `Bearer ${await this.readToken(path)}`);
+    return metadata;
   }
 
   private async readToken(path: string): Promise<string> {

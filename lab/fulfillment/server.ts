@@ -13,6 +13,7 @@ import type { EventsWatchResponse } from "../../protos/gen/osac/private/v1/Event
 import { authenticate, Subject } from "./auth";
 import { labControlHandlers } from "./control";
 import { FulfillmentEngine } from "./engine";
+import type { CallFault } from "./faults";
 import type { SimulatorSeed } from "./seed";
 import { permissionDenied, SimError, toServiceError } from "./status";
 import { Kind, KINDS, ObjectsByKind } from "./store";
@@ -44,20 +45,29 @@ interface UpdateRequest<K extends Kind> extends ObjectRequest<K> {
   lock: boolean;
 }
 
-function crudHandlers<K extends Kind>(engine: FulfillmentEngine, kind: K): grpc.UntypedServiceImplementation {
-  const tokens = engine.opts.seed.tokens;
+/**
+ * What every private call goes through before its work: counted, its injected fault's latency and error,
+ * authentication and the private API's admin rule. Returns the caller and the fault (commit-then-drop is
+ * the caller's to apply).
+ */
+async function admit(engine: FulfillmentEngine, name: string, md: grpc.Metadata): Promise<{ subject: Subject; fault: CallFault }> {
+  engine.calls.set(name, (engine.calls.get(name) ?? 0) + 1);
+  const fault = engine.faults.take(name);
+  if (fault.latencyMs) await sleep(fault.latencyMs);
+  if (fault.error !== undefined) throw new SimError(fault.error, `injected fault on ${name}`);
+  const path = `/osac.private.v1.${name}`;
+  const subject = authenticate(path, md, engine.opts.seed.tokens);
   const denyTenants = (engine.opts.seed.tenantPrivateAccess ?? "deny") === "deny";
+  if (!subject.admin && denyTenants) throw permissionDenied(`method '${path}' is not allowed`);
+  return { subject, fault };
+}
+
+function crudHandlers<K extends Kind>(engine: FulfillmentEngine, kind: K): grpc.UntypedServiceImplementation {
   const wrap = <Req, Res>(method: string, impl: (req: Req, subject: Subject, md: grpc.Metadata) => Res): grpc.handleUnaryCall<Req, Res> =>
     (call, callback) => {
       const name = `${kind}/${method}`;
-      engine.calls.set(name, (engine.calls.get(name) ?? 0) + 1);
-      const fault = engine.faults.take(name);
       void (async () => {
-        if (fault.latencyMs) await sleep(fault.latencyMs);
-        if (fault.error !== undefined) throw new SimError(fault.error, `injected fault on ${name}`);
-        const path = `/osac.private.v1.${name}`;
-        const subject = authenticate(path, call.metadata, tokens);
-        if (!subject.admin && denyTenants) throw permissionDenied(`method '${path}' is not allowed`);
+        const { subject, fault } = await admit(engine, name, call.metadata);
         const res = impl(call.request, subject, call.metadata);
         // The write above is committed; the caller never learns it.
         if (fault.commitThenDrop) throw new SimError(grpc.status.UNAVAILABLE, `injected: response of ${name} dropped after commit`);
@@ -88,18 +98,10 @@ function crudHandlers<K extends Kind>(engine: FulfillmentEngine, kind: K): grpc.
  * knows every later change reaches it.
  */
 function eventsHandlers(engine: FulfillmentEngine): grpc.UntypedServiceImplementation {
-  const tokens = engine.opts.seed.tokens;
-  const denyTenants = (engine.opts.seed.tenantPrivateAccess ?? "deny") === "deny";
   const watch: grpc.handleServerStreamingCall<EventsWatchRequest, EventsWatchResponse> = (call) => {
-    const name = "Events/Watch";
-    engine.calls.set(name, (engine.calls.get(name) ?? 0) + 1);
     const fail = (err: unknown) => call.emit("error", toServiceError(err));
-    const fault = engine.faults.take(name);
     void (async () => {
-      if (fault.latencyMs) await sleep(fault.latencyMs);
-      if (fault.error !== undefined) throw new SimError(fault.error, `injected fault on ${name}`);
-      const subject = authenticate(`/osac.private.v1.${name}`, call.metadata, tokens);
-      if (!subject.admin && denyTenants) throw permissionDenied(`method '/osac.private.v1.${name}' is not allowed`);
+      const { subject } = await admit(engine, "Events/Watch", call.metadata);
       const filter = engine.events.parse(call.request.filter);
       if (call.cancelled) return;
       const off = engine.events.subscribe({ subject, filter, send: (event) => call.write({ event }), end: fail });
