@@ -12,6 +12,8 @@ export interface SteadyInterval {
   settled?: number;
   fulfillmentCalls: number;
   rssMiB: number;
+  /** RSS of the dynamic-provider host the reconciler keeps for all its updates (BMW_PROVIDER_HOST=shared); absent when none runs and in older runs. */
+  providerHostRssMiB?: number;
   /** The reconciler's V8 heap (used, reserved) and memory outside it (Buffers, native), from its /metrics; absent in older runs. */
   heapMiB?: { used: number; total: number; external: number };
   /** The reconciler's trims of its C heap since it started (count, total duration, RSS returned); absent in older runs. */
@@ -171,6 +173,7 @@ export function renderMarkdown(r: BenchResult): string {
   }
   if (last) {
     out.push(`| reconciler RSS at ${last.orders} orders | ${last.rssMiB.toFixed(0)} MiB | idle, 0 orders ${r.idleRssMiB.toFixed(0)} MiB | ${x(last.rssMiB, r.idleRssMiB)} |`);
+    if (last.providerHostRssMiB !== undefined) out.push(`| RSS of the shared dynamic-provider host beside it, at ${last.orders} orders | ${last.providerHostRssMiB.toFixed(0)} MiB | — | — |`);
   }
   const loadNow = r.reconcilerLoad?.find((v) => v.how === "product");
   const loadBefore = r.reconcilerLoad?.find((v) => v.how !== "product");
@@ -178,10 +181,10 @@ export function renderMarkdown(r: BenchResult): string {
     out.push(`| the reconciler's modules loaded, fresh process: RSS / V8 heap in use (client-node bundled, the SDK's TypeScript deferred; median of ${loadNow.rssMiB.length}) | ${loadNow.medianRssMiB.toFixed(0)} / ${loadNow.medianHeapUsedMiB.toFixed(0)} MiB | every package from node_modules, TypeScript loaded ${loadBefore.medianRssMiB.toFixed(0)} / ${loadBefore.medianHeapUsedMiB.toFixed(0)} MiB | ${x(loadNow.medianRssMiB, loadBefore.medianRssMiB)} / ${x(loadNow.medianHeapUsedMiB, loadBefore.medianHeapUsedMiB)} |`);
   }
   out.push("", "Steady state as the number of workers grows (one timer interval each):", "",
-    "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | settled (not observed) | fulfillment calls | calls per order | RSS |",
+    "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | settled (not observed) | fulfillment calls | calls per order | RSS (+ shared provider host) |",
     "|---|---|---|---|---|---|---|---|---|---|");
   for (const st of r.steady) {
-    out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.settled ?? "n/a"} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB |`);
+    out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.settled ?? "n/a"} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB${st.providerHostRssMiB !== undefined ? ` (+ ${st.providerHostRssMiB.toFixed(0)})` : ""} |`);
   }
   const whole = r.steady.filter((st) => st.interval);
   if (whole.length) {

@@ -35,6 +35,23 @@ import { createPulumiShim, type PulumiShim } from "./pulumiShim";
 import { renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
 import { cliCommand } from "../cli/command";
+import { descendants, procStat } from "../lib/procfs";
+
+function rssKiBOf(pid: number): number | undefined {
+  try {
+    return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return undefined;
+  }
+}
+
+function cmdlineOf(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return "";
+  }
+}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string) => process.stdout.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -256,8 +273,13 @@ class Reconciler {
   }
 
   rssKiB(): number {
-    const status = fs.readFileSync(`/proc/${this.child.pid}/status`, "utf8");
-    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return rssKiBOf(this.child.pid!) ?? 0;
+  }
+
+  /** RSS of the shared dynamic-provider host, the reconciler's own child (per-update hosts are children of pulumi). */
+  providerHostRssKiB(): number | undefined {
+    const host = descendants(this.child.pid!).find((pid) => procStat(pid)?.ppid === this.child.pid && cmdlineOf(pid).includes("hostLaunch.js"));
+    return host === undefined ? undefined : rssKiBOf(host);
   }
 
   async nextPass(after: number, timeoutS: number): Promise<Reconciler["passes"][number]> {
@@ -362,6 +384,7 @@ async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, o
   return {
     orders, workers: orders * world.o.workers, passMs: second.durationMs, pulumiProcesses: c1 - c0, ups: second.ups,
     skipped: second.skipped, settled: second.settled, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
+    ...(rec.providerHostRssKiB() !== undefined ? { providerHostRssMiB: rec.providerHostRssKiB()! / 1024 } : {}),
     heapMiB: await rec.heapMiB(),
     trims: await rec.trims(),
     interval: { ms: second.time - first.time, reconciles: Object.values(by).reduce((a, b) => a + b, 0), ups: by.up ?? 0, fulfillmentCalls: f1 - f0 },
@@ -589,7 +612,7 @@ async function main(): Promise<void> {
       const s = await steadyInterval(rec, world, shim, size, o.interval * 3 + o.timeout);
       result.steady.push(s);
       save();
-      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB (heap used ${s.heapMiB?.used.toFixed(0)} of ${s.heapMiB?.total.toFixed(0)}, external ${s.heapMiB?.external.toFixed(0)}; trims so far ${s.trims?.count}, ${s.trims?.releasedMiB.toFixed(0)} MiB returned in ${s.trims?.totalMs.toFixed(0)} ms)`);
+      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB${s.providerHostRssMiB !== undefined ? ` (+ shared provider host ${s.providerHostRssMiB.toFixed(0)} MiB)` : ""} (heap used ${s.heapMiB?.used.toFixed(0)} of ${s.heapMiB?.total.toFixed(0)}, external ${s.heapMiB?.external.toFixed(0)}; trims so far ${s.trims?.count}, ${s.trims?.releasedMiB.toFixed(0)} MiB returned in ${s.trims?.totalMs.toFixed(0)} ms)`);
       // Events at the first size, so a long run has its latencies early (they hardly depend on the size).
       if (!result.events) {
         await runEvents();

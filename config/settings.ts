@@ -79,6 +79,11 @@ export interface ReconcilerSettings extends Settings {
    * to each update's CLI; or `process`, a Node program process per update, as an admin's `pulumi up` runs it.
    */
   programMode: ProgramMode;
+  /**
+   * Which dynamic-provider host the loop's updates use (BMW_PROVIDER_HOST): `shared`, one for all of them, kept
+   * running beside the reconciler (stack/sharedProviderHost.ts); or `per-update`, one the engine starts for each.
+   */
+  providerHost: ProviderHostMode;
   /** History entries kept per stack (BMW_HISTORY_RETENTION). */
   historyRetention: number;
   /** How often the reconciler returns the C heap's free pages to the system (BMW_MEMORY_TRIM_INTERVAL_MS; 0: never; lib/memoryTrim.ts). */
@@ -99,6 +104,8 @@ export const DEFAULT_MEMORY_TRIM_INTERVAL_MS = 60_000;
 export const DEFAULT_BMI_RELIST_INTERVAL_MS = 600_000;
 export const PROGRAM_MODES = ["inline", "process"] as const;
 export type ProgramMode = (typeof PROGRAM_MODES)[number];
+export const PROVIDER_HOST_MODES = ["shared", "per-update"] as const;
+export type ProviderHostMode = (typeof PROVIDER_HOST_MODES)[number];
 
 function existing(name: string, file: string): string {
   if (!fs.existsSync(file)) throw new SettingsError(`${name} ${file} does not exist`);
@@ -186,6 +193,7 @@ export function reconcilerSettings(env: Env = process.env, flags: ReconcilerOver
     progressReportMs: integer(env, "BMW_PROGRESS_REPORT_MS", DEFAULT_PROGRESS_REPORT_MS, 0),
     resyncIntervalMs: integer(env, "BMW_RESYNC_INTERVAL_MS", DEFAULT_RESYNC_INTERVAL_MS, 0),
     programMode: oneOf(env, "BMW_PROGRAM_MODE", PROGRAM_MODES, "inline"),
+    providerHost: oneOf(env, "BMW_PROVIDER_HOST", PROVIDER_HOST_MODES, "shared"),
     historyRetention: historyRetention(env),
     memoryTrimIntervalMs: integer(env, "BMW_MEMORY_TRIM_INTERVAL_MS", DEFAULT_MEMORY_TRIM_INTERVAL_MS, 0),
     bmiRelistIntervalMs: integer(env, "BMW_BMI_RELIST_INTERVAL_MS", DEFAULT_BMI_RELIST_INTERVAL_MS, 0),

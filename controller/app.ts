@@ -172,6 +172,8 @@ export class App {
       historyRetention: s.historyRetention,
       // The program of the loop's updates runs here, with the settings a program process would get and the
       // reconciler's own clients (the same settings made them).
+      sharedProviderHost: s.providerHost === "shared",
+      log: (message) => this.log?.(message),
       ...(s.programMode === "inline" ? { inlineProgram: (handoff) => orderProgram({ env: programEnv(this.settings, env), handoff,
         clients: { kube: this.kube, fulfillment: this.fulfillment } }) } : {}),
     });
@@ -385,6 +387,8 @@ export class App {
 
   close(): void {
     this.bmiCache?.close();
+    this.stacks.close();
+    this.previewStacks?.close();
     this.fulfillment.close();
   }
 }

@@ -86,7 +86,6 @@ export async function runLoop(opts: RunOptions): Promise<void> {
   app.close();
 }
 
-/** Returns the C heap's free pages to the system now and then (glibc only): RSS near the memory in use. */
 /** What the App tells the loop's metrics and log. */
 function observed(metrics: ReconcilerMetrics, log: Logger): Partial<AppOptions> {
   return {
@@ -98,6 +97,7 @@ function observed(metrics: ReconcilerMetrics, log: Logger): Partial<AppOptions> 
   };
 }
 
+/** Returns the C heap's free pages to the system now and then (glibc only): RSS near the memory in use. */
 function memoryTrimmer(app: App, metrics: ReconcilerMetrics, log: Logger): MemoryTrimmer | undefined {
   const intervalMs = app.reconcilerSettings.memoryTrimIntervalMs;
   const trim = intervalMs > 0 ? glibcMallocTrim() : undefined;

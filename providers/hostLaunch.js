@@ -9,5 +9,29 @@ const { createRequire } = require("node:module");
 const { deferTypeScript } = require("../lib/deferTypeScript");
 
 const root = path.resolve(__dirname, "..");
+const fromRoot = createRequire(path.join(root, "package.json"));
+if (process.env.BMW_SHARED_PROVIDER_HOST === "1") shareAmongEngines();
 deferTypeScript(root);
-require(createRequire(path.join(root, "package.json")).resolve("@pulumi/pulumi/cmd/dynamic-provider"));
+require(fromRoot.resolve("@pulumi/pulumi/cmd/dynamic-provider"));
+
+/**
+ * One host for every update of a reconciler (stack/sharedProviderHost.ts). The engine attaches to a running
+ * provider with an Attach call, which the SDK's host refuses (dynamic providers are never attached to), and
+ * which it would use only for the engine's address, which it never uses; so Attach is accepted. The host
+ * ends with the reconciler, whose end of this pipe closes however it ends (a kill -9 included).
+ */
+function shareAmongEngines() {
+  const fromSdk = createRequire(fromRoot.resolve("@pulumi/pulumi/package.json"));
+  /** @type {typeof import("@grpc/grpc-js")} */
+  const grpc = fromSdk("@grpc/grpc-js");
+  const { Empty } = fromSdk("google-protobuf/google/protobuf/empty_pb");
+  const addService = grpc.Server.prototype.addService;
+  grpc.Server.prototype.addService = function (service, implementation) {
+    const attach = /** @type {{ path?: string } | undefined} */ (service.attach);
+    const impl = attach?.path === "/pulumirpc.ResourceProvider/Attach"
+      ? Object.assign(Object.create(implementation), { attach: (/** @type {unknown} */ _call, /** @type {(e: null, r: unknown) => void} */ done) => done(null, new Empty()) })
+      : implementation;
+    return addService.call(this, service, impl);
+  };
+  process.stdin.on("end", () => process.exit(0)).on("error", () => process.exit(0)).resume();
+}

@@ -9,7 +9,12 @@ import type { Toolchain } from "./toolchain";
 export interface StackManagerOptions {
   /** Directory of the program (index.ts; resolves node_modules). Default: the repository root. */
   programDir?: string;
-  /** Where Pulumi.yaml and Pulumi.<stack>.yaml live. Default: programDir (the on-disk project). */
+  /**
+   * Where Pulumi.yaml and Pulumi.<stack>.yaml (config and encryption salt) live. Default: programDir, the
+   * on-disk project. A pod's image is read-only, so this may point elsewhere (e.g. the state volume): a
+   * Pulumi.yaml copied from the project with `main:` set to the program directory is written there, and
+   * Pulumi runs the same index.ts.
+   */
   workDir?: string;
   /** Directory of the default file backend (`file://<stateDir>`); created if missing. */
   stateDir?: string;
@@ -31,6 +36,13 @@ export interface StackManagerOptions {
    * reconciler's observation. Unset: the CLI runs the on-disk program in a Node process of its own.
    */
   inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
+  /**
+   * One dynamic-provider host for all of this manager's updates, previews and destroys
+   * (stack/sharedProviderHost.ts) instead of one per pulumi process. Default false; close() stops it.
+   */
+  sharedProviderHost?: boolean;
+  /** Where the shared provider host's stderr and its restarts are reported (warnings). */
+  log?: (message: string) => void;
 }
 
 /** The backend the options name: backendUrl if given, else the file backend in stateDir. */

@@ -4,11 +4,6 @@
 // config `clusterOrder` = "namespace/name" tells the program which order it manages; connection
 // settings reach the program as BMW_* environment variables.
 //
-// Work directory. By default the workspace is the repository itself, so Pulumi.<stack>.yaml (config
-// and encryption salt) is written next to Pulumi.yaml. A pod's image is read-only, so `workDir` may
-// point elsewhere (e.g. the state volume): a Pulumi.yaml copied from the project with `main:` set to
-// the program directory is written there, and Pulumi runs the same index.ts.
-//
 // State on a file backend stays bounded (stack/stateRetention.ts): no checkpoint backup copies, and
 // the oldest history entries beyond BMW_HISTORY_RETENTION (default 100) are pruned after each operation.
 import * as fs from "node:fs";
@@ -27,12 +22,14 @@ import { backendUrlOf, historyRetentionOf, type StackManagerOptions } from "./ma
 import { checkpointExists, clearStaleLocks, resolvePendingOperations, StaleLockPolicy, storedPendingOperations } from "./locks";
 import { stateDirOf, stateStoreOf, type StateStore } from "./stateStore";
 import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
-import { openStack } from "./openStack";
+import { openStack, recordClusterOrder } from "./openStack";
+import { StackInitializer } from "./stackInit";
+import { SharedProviderHost } from "./sharedProviderHost";
 import { programDigest } from "./programDigest";
 import { withProviderBundle } from "./providerBundle";
 import type { OperationOptions, OperationResult, PreviewResult, RecoveryReport, StackState } from "./operations";
 import { encryptedStore, runPulumi, stackProcessEnv } from "./pulumiProcess";
-import { plainSettingsValue, prepareWorkDir, settingsFileOf, SettingsFileCache, writePlainSettingsValue } from "./settingsFile";
+import { prepareWorkDir, SettingsFileCache } from "./settingsFile";
 import { prunedCount, pruneStackState, StateSize } from "./stateRetention";
 import { PROJECT_ROOT, Toolchain, toolchain } from "./toolchain";
 
@@ -59,12 +56,15 @@ export class StackManager {
   /** One operation per stack at a time (mutating ones); stack selection is process-wide. */
   private readonly perStack = new KeyedMutex();
   private readonly selection = new KeyedMutex();
+  private readonly initializer = new StackInitializer();
   readonly historyRetention: number;
   private readonly stateSize?: StateSize;
   /** The backend's blobs (file and postgres:// backends), for locks, retention, size and the loop's settled records. */
   readonly store?: StateStore;
   private readonly processes: LeaderProcesses;
   private readonly inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
+  /** The dynamic-provider host of every update, preview and destroy, when one is shared. */
+  readonly providerHost?: SharedProviderHost;
 
   constructor(opts: StackManagerOptions = {}) {
     this.tc = opts.toolchain ?? toolchain();
@@ -83,6 +83,13 @@ export class StackManager {
     this.processes = new LeaderProcesses(this.store, this.projectName);
     this.settingsFiles = new SettingsFileCache(this.workDir, this.projectName);
     if (this.store) this.stateSize = new StateSize(this.store, this.projectName);
+    this.providerHost = opts.sharedProviderHost ? new SharedProviderHost({ cwd: this.workDir, log: opts.log,
+      env: () => withProviderBundle(this.env, this.tc.cacheDir, this.programDir) }) : undefined;
+  }
+
+  /** Stops what this manager keeps running between operations (the shared provider host). */
+  close(): void {
+    this.providerHost?.close();
   }
 
   /**
@@ -128,14 +135,10 @@ export class StackManager {
     if (!s) {
       s = this.selection.run("select", async () => {
         const held = this.store ? await checkpointExists(this.store, this.projectName, name) : undefined;
-        const stack = await openStack(name, this.workDir, held, () => this.ws(), () => this.wsOptions());
-        const wanted = `${ref.namespace}/${ref.name}`;
-        // Read and written in the settings file where it can be (absent there is Pulumi.yaml's empty default): two pulumi processes less.
-        const file = settingsFileOf(this.workDir, name);
-        const key = `${this.projectName}:clusterOrder`;
-        const recorded = plainSettingsValue(file, key);
-        const current = recorded.known ? recorded.value : await stack.getConfig("clusterOrder").then((v) => v.value, () => undefined);
-        if (current !== wanted && !writePlainSettingsValue(file, key, wanted)) await stack.setConfig("clusterOrder", { value: wanted });
+        const stack = await openStack(name, this.workDir, held, () => this.ws(), () => this.wsOptions(), async () => this.store !== undefined &&
+          this.initializer.create({ store: this.store, workDir: this.workDir, project: this.projectName, stack: name, env: this.env,
+            cliVersion: String((await this.pulumiCommand()).version ?? this.tc.versions.pulumi) }));
+        await recordClusterOrder(stack, this.workDir, this.projectName, `${ref.namespace}/${ref.name}`);
         return stack;
       });
       this.stacks.set(name, s);
@@ -366,9 +369,10 @@ export class StackManager {
   /** Runs a pulumi command on a stack as a tracked process (see LeaderProcesses.track). */
   private async runCli(stackName: string, args: string[], opts: OperationOptions, programEnv: Record<string, string> = {}): Promise<string> {
     const env = await withProviderBundle(this.env, this.tc.cacheDir, this.programDir);
+    const attach = this.providerHost ? await this.providerHost.attachEnv() : {};
     if (args[0] !== "preview") this.processes.assertLeading(`pulumi ${args[0]}`, stackName); // a preview only looks
     return runPulumi(path.join(this.tc.pulumiRoot, "bin", "pulumi"), args, {
-      cwd: this.workDir, env: { ...env, ...programEnv, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
+      cwd: this.workDir, env: { ...env, ...programEnv, ...attach, PULUMI_HOME: this.tc.pulumiHome }, onOutput: opts.onOutput, signal: opts.signal,
       onSpawn: (child) => this.processes.track(stackName, child),
     }).finally(() => this.processes.settled());
   }
