@@ -73,6 +73,8 @@ export interface BenchResult {
   eventsLast?: EventsResult;
   /** The same events at the last size with a Node program process per update (BMW_PROGRAM_MODE=process): the inline program's baseline. */
   eventsProgramProcess?: EventsResult;
+  /** The same events at the last size with a dynamic-provider host per update (BMW_PROVIDER_HOST=per-update): the shared host's baseline. */
+  eventsHostPerUpdate?: EventsResult;
   /** BMI calls the simulator counted, and live BMIs against requested workers (the run never scales down). */
   integrity?: Integrity;
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
@@ -126,6 +128,14 @@ export function renderMarkdown(r: BenchResult): string {
     }
     if (il.peakRssMiB !== undefined && pp.peakRssMiB !== undefined) {
       out.push(`| RSS of the reconciler and every process under it during an update (largest), program inline | ${il.peakRssMiB.toFixed(0)} MiB | a program process per update ${pp.peakRssMiB.toFixed(0)} MiB | ${x(il.peakRssMiB, pp.peakRssMiB)} |`);
+    }
+  }
+  const hp = r.eventsHostPerUpdate;
+  if (il && hp) {
+    const at = `${hp.count} events at ${hp.orders} orders`;
+    out.push(`| event → first BMI Create, median / p95, one shared provider host (${at}) | ${s(il.medianMs)} / ${s(il.p95Ms)} | a provider host per update (BMW_PROVIDER_HOST=per-update, ${at}) ${s(hp.medianMs)} / ${s(hp.p95Ms)} | ${x(il.medianMs, hp.medianMs)} / ${x(il.p95Ms, hp.p95Ms)} |`);
+    if (il.medianCpuSeconds !== undefined && hp.medianCpuSeconds !== undefined) {
+      out.push(`| CPU of one update (median, all processes, the shared host's included), one shared provider host | ${il.medianCpuSeconds.toFixed(2)} CPU-s | a provider host per update ${hp.medianCpuSeconds.toFixed(2)} CPU-s | ${x(il.medianCpuSeconds, hp.medianCpuSeconds)} |`);
     }
   }
   const last = r.steady[r.steady.length - 1];

@@ -659,6 +659,17 @@ async function main(): Promise<void> {
       save();
       log(`events with a program process: median ${result.eventsProgramProcess.medianMs} ms, ${result.eventsProgramProcess.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
     }
+    // Baseline of the shared provider host: the same events with a host the engine starts for each update.
+    if (!result.eventsHostPerUpdate && result.events) {
+      await rec.stop();
+      rec = new Reconciler({ ...env, BMW_PROVIDER_HOST: "per-update" }, o, path.join(o.dir, "reconciler-host-per-update.log"));
+      stopAtEnd.push(rec);
+      await rec.nextPass(0, o.timeout);
+      result.eventsHostPerUpdate = await measureEvents(o.events);
+      result.integrity = await world.integrity();
+      save();
+      log(`events with a provider host per update: median ${result.eventsHostPerUpdate.medianMs} ms, ${result.eventsHostPerUpdate.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
+    }
   } finally {
     for (const r of new Set([rec, ...stopAtEnd])) await r.stop();
     save();

@@ -406,7 +406,8 @@ describe("ReconcileLoop", () => {
       },
     });
     await loop.start();
-    await sleep(500); // three more ticks
+    // Three more ticks, waited for (a loaded machine runs fewer in a fixed time; CI saw two in 500 ms).
+    await eventually(async () => (outcomes.length >= 3 ? true : undefined), 30_000);
     expect(seen).toEqual(["e/co1"]);
     expect(outcomes[0]).toBe("none");
     expect(outcomes.slice(1).every((o) => o === "settled")).toBe(true);
