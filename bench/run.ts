@@ -442,7 +442,9 @@ async function main(): Promise<void> {
   if (!record) log(`floor: bare one-resource up median ${median(floor.times).toFixed(0)} ms, ${median(floor.cpuSeconds).toFixed(2)} CPU-s`);
 
   // Every event adds a worker, three times (first size, last size, the program-process baseline).
-  const hosts = Math.ceil(((o.orders * o.workers + 3 * o.events + 8) / 3) * 4);
+  // Four stages of events each add one worker per event; a quarter of the lab's hosts are GPU hosts. Too few
+  // compute hosts fail the last stage's creates (HostSelectionFailed), and the planner deletes those BMIs to retry.
+  const hosts = Math.ceil(((o.orders * o.workers + 4 * o.events + 8) / 3) * 4);
   const lab = await startLab({ dir: path.join(o.dir, "lab"), preset: "fast", hosts });
   const f = lab.fulfillmentClient();
   const world = new World(lab, f, o);
