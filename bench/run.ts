@@ -649,27 +649,26 @@ async function main(): Promise<void> {
       save();
       log(`steady at ${have} orders, every order observed: pass ${result.steadyObservingAll.passMs} ms, ${result.steadyObservingAll.fulfillmentCalls} fulfillment calls`);
     }
+    /** A baseline's events: a new reconciler with `extra` in its environment, the same number of events, integrity after. */
+    const eventsOnNewReconciler = async (extra: NodeJS.ProcessEnv, logName: string) => {
+      await rec.stop();
+      rec = new Reconciler({ ...env, ...extra }, o, path.join(o.dir, logName));
+      stopAtEnd.push(rec);
+      await rec.nextPass(0, o.timeout);
+      const events = await measureEvents(o.events);
+      result.integrity = await world.integrity();
+      save();
+      return events;
+    };
     // Baseline of the inline program: the same events with a Node program process per update
     // (BMW_PROGRAM_MODE=process), as every update ran before.
     if (!result.eventsProgramProcess && result.events) {
-      await rec.stop();
-      rec = new Reconciler({ ...env, BMW_PROGRAM_MODE: "process" }, o, path.join(o.dir, "reconciler-program-process.log"));
-      stopAtEnd.push(rec);
-      await rec.nextPass(0, o.timeout);
-      result.eventsProgramProcess = await measureEvents(o.events);
-      result.integrity = await world.integrity();
-      save();
+      result.eventsProgramProcess = await eventsOnNewReconciler({ BMW_PROGRAM_MODE: "process" }, "reconciler-program-process.log");
       log(`events with a program process: median ${result.eventsProgramProcess.medianMs} ms, ${result.eventsProgramProcess.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
     }
     // Baseline of the shared provider host: the same events with a host the engine starts for each update.
     if (!result.eventsHostPerUpdate && result.events) {
-      await rec.stop();
-      rec = new Reconciler({ ...env, BMW_PROVIDER_HOST: "per-update" }, o, path.join(o.dir, "reconciler-host-per-update.log"));
-      stopAtEnd.push(rec);
-      await rec.nextPass(0, o.timeout);
-      result.eventsHostPerUpdate = await measureEvents(o.events);
-      result.integrity = await world.integrity();
-      save();
+      result.eventsHostPerUpdate = await eventsOnNewReconciler({ BMW_PROVIDER_HOST: "per-update" }, "reconciler-host-per-update.log");
       log(`events with a provider host per update: median ${result.eventsHostPerUpdate.medianMs} ms, ${result.eventsHostPerUpdate.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
     }
   } finally {

@@ -19,6 +19,8 @@ export interface SharedProviderHostOptions {
   env: () => Promise<Record<string, string>>;
   /** How long the host may take to print its port. */
   startTimeoutMs?: number;
+  /** How long updates start their own hosts after a failed start before the next try (default 60 s). */
+  retryAfterMs?: number;
   /** Where its stderr, a failed start and its exit are reported (warnings all). */
   log?: (message: string) => void;
 }
@@ -30,6 +32,7 @@ export class SharedProviderHost {
   private running?: Promise<number>;
   private child?: ChildProcess;
   private closed = false;
+  private retryAt = 0;
 
   constructor(private readonly opts: SharedProviderHostOptions) {}
 
@@ -38,11 +41,13 @@ export class SharedProviderHost {
    * Empty when it cannot start: the engine then starts its own host, as without this.
    */
   async attachEnv(): Promise<Record<string, string>> {
-    if (this.closed) return {};
+    // After a failed start, updates start their own hosts for a while rather than each wait for another try.
+    if (this.closed || Date.now() < this.retryAt) return {};
     this.running ??= this.start();
     try {
       return { [ATTACH_ENV]: `pulumi-nodejs:${await this.running}` };
     } catch (err) {
+      this.retryAt = Date.now() + (this.opts.retryAfterMs ?? 60_000);
       this.opts.log?.(`the shared provider host did not start; each update starts its own: ${String(err)}`);
       return {};
     }

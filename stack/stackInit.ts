@@ -75,6 +75,7 @@ export interface StackInitTarget {
  */
 export class StackInitializer {
   private salt?: { passphrase: string; state: Promise<string> };
+  private layoutKnown = false;
 
   /**
    * Writes the settings file and the checkpoint of a stack the backend does not hold; false when it wrote
@@ -83,7 +84,9 @@ export class StackInitializer {
    */
   async create(t: StackInitTarget): Promise<boolean> {
     const passphrase = passphraseOf(t.env);
-    if (passphrase === undefined || !(await projectScopedLayout(t.store))) return false;
+    // A backend laid out per project stays so: read its meta.yaml until it says so, not for every stack.
+    this.layoutKnown ||= await projectScopedLayout(t.store);
+    if (passphrase === undefined || !this.layoutKnown) return false;
     const settings = settingsFileOf(t.workDir, t.stack);
     // A settings file left behind (a removed stack, an admin's edits) may hold a salt or another provider: the CLI decides.
     if (fs.existsSync(settings)) return false;

@@ -5,6 +5,7 @@
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { SharedProviderHost } from "../../stack/sharedProviderHost";
 import { StackManager } from "../../stack/stacks";
 import { PROJECT_ROOT } from "../../stack/toolchain";
 import { FIXTURE_PROJECT, stackSandbox } from "../controller/support";
@@ -83,6 +84,24 @@ describe("a shared dynamic-provider host", () => {
     const after = sb.manager.providerHost?.pid!;
     expect(after).not.toBe(before);
     expect(hosts("ns/a").slice(-1)).toEqual([after]);
+  });
+
+  it("after a failed start, leaves updates to their own hosts until the retry time, then tries again", async () => {
+    const starts = path.join(sb.tmp, "starts.log");
+    const script = path.join(sb.tmp, "broken-host.js");
+    fs.writeFileSync(script, `require("node:fs").appendFileSync(${JSON.stringify(starts)}, "start\\n"); process.exit(3);\n`);
+    const logged: string[] = [];
+    const host = new SharedProviderHost({ script, cwd: sb.tmp, env: async () => ({ PATH: process.env.PATH ?? "" }), retryAfterMs: 1_500,
+      log: (m) => logged.push(m) });
+    const count = () => fs.readFileSync(starts, "utf8").trim().split("\n").length;
+    expect(await host.attachEnv()).toEqual({});
+    expect(await host.attachEnv()).toEqual({}); // within the retry time: no second start
+    expect(count()).toBe(1);
+    expect(logged.some((m) => /did not start.*exited \(code 3\) before it listened/.test(m))).toBe(true);
+    await new Promise((r) => setTimeout(r, 1_600));
+    expect(await host.attachEnv()).toEqual({});
+    expect(count()).toBe(2);
+    host.close();
   });
 
   it("ends when the process that started it ends (its stdin closes), and on close()", async () => {
