@@ -114,7 +114,10 @@ test("scale-up installs bound, approved, matching Agents; scale-down unbinds one
     await eventuallyPasses(async () => expect(await npReplicas(order)).toBe(2), 10_000);
     const states = await Promise.all(["agent-01", "agent-02", "agent-03"].map((a) => stateOf(ns, a)));
     expect(states).toEqual(["added-to-existing-cluster", "added-to-existing-cluster", "known"]);
-    for (const a of ["agent-01", "agent-02"]) expect(rec.states.get(a)).toEqual(["known-unbound", "binding", "known", "installing", "added-to-existing-cluster"]);
+    // The watch may trail the reads above: wait for it to have seen the same.
+    await eventuallyPasses(async () => {
+      for (const a of ["agent-01", "agent-02"]) expect(rec.states.get(a)).toEqual(["known-unbound", "binding", "known", "installing", "added-to-existing-cluster"]);
+    }, 10_000);
 
     await scale(order, 3);
     await eventuallyPasses(async () => expect(await npReplicas(order)).toBe(3), 10_000);
@@ -128,7 +131,7 @@ test("scale-up installs bound, approved, matching Agents; scale-down unbinds one
     }, 10_000);
     expect(released.spec?.clusterDeploymentName?.name).toBeUndefined();
     expect(["agent-01", "agent-02", "agent-03"]).toContain(released.metadata.name);
-    expect(rec.states.get(released.metadata.name)?.slice(-2)).toEqual(["unbinding", "unbinding-pending-user-action"]);
+    await eventuallyPasses(async () => expect(rec.states.get(released.metadata.name)?.slice(-2)).toEqual(["unbinding", "unbinding-pending-user-action"]), 10_000);
     await eventuallyPasses(async () => expect(await npReplicas(order)).toBe(2), 10_000);
 
     // Never installed: the unbound one, the unapproved one, the one of another node set.
