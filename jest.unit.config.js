@@ -25,6 +25,7 @@ const UNIT_TESTS = [
   "tests/lib/memoryTrim.test.ts",
   "tests/stack/eventLog.test.ts",
   "tests/stack/settingsFile.test.ts",
+  "tests/stack/operationTmp.test.ts",
   "tests/property/previewCheck.test.ts",
   "tests/io/incarnationNames.test.ts",
   "tests/io/handoff.test.ts",

@@ -1,11 +1,8 @@
-// One Pulumi stack per ClusterOrder, driven through the Automation API's LocalWorkspace on the
-// on-disk project (Pulumi.yaml + index.ts at the repository root): the program the reconciler
-// applies is exactly the one admins run with `pulumi preview` / `pulumi stack history`. The stack's
-// config `clusterOrder` = "namespace/name" tells the program which order it manages; connection
-// settings reach the program as BMW_* environment variables.
-//
-// State on a file backend stays bounded (stack/stateRetention.ts): no checkpoint backup copies, and
-// the oldest history entries beyond BMW_HISTORY_RETENTION (default 100) are pruned after each operation.
+// One Pulumi stack per ClusterOrder, driven through the Automation API's LocalWorkspace on the on-disk
+// project (Pulumi.yaml + index.ts at the repository root): the program the reconciler applies is exactly the
+// one admins run with `pulumi preview` / `pulumi stack history`. The stack's config `clusterOrder` =
+// "namespace/name" names the order; connection settings reach the program as BMW_* environment variables.
+// State on a file backend stays bounded (stack/stateRetention.ts): no backup copies, history pruned.
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -24,6 +21,7 @@ import { stateDirOf, stateStoreOf, type StateStore } from "./stateStore";
 import { programOfRun, type PulumiProgram, type RunProgram } from "./inlineProgram";
 import { openStack, recordClusterOrder } from "./openStack";
 import { StackInitializer } from "./stackInit";
+import { OperationTmp } from "./operationTmp";
 import { SharedProviderHost } from "./sharedProviderHost";
 import { programDigest } from "./programDigest";
 import { withProviderBundle } from "./providerBundle";
@@ -65,6 +63,7 @@ export class StackManager {
   private readonly inlineProgram?: (handoff: HandoffSource | undefined) => PulumiProgram;
   /** The dynamic-provider host of every update, preview and destroy, when one is shared. */
   readonly providerHost?: SharedProviderHost;
+  private readonly operationTmp = new OperationTmp();
 
   constructor(opts: StackManagerOptions = {}) {
     this.tc = opts.toolchain ?? toolchain();
@@ -90,6 +89,7 @@ export class StackManager {
   /** Stops what this manager keeps running between operations (the shared provider host). */
   close(): void {
     this.providerHost?.close();
+    this.operationTmp.close();
   }
 
   /**
@@ -232,28 +232,28 @@ export class StackManager {
   /** `pulumi up|destroy|preview` with an engine event log, which then gives the change summary, the stack's outputs and the steps. */
   private async runWithEventLog(command: "up" | "destroy" | "preview", stackName: string, opts: OperationOptions, ref?: OrderRef) {
     const t0 = Date.now();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bmw-${command}-`));
-    const eventLog = path.join(dir, "events.jsonl");
-    const args = command === "preview" ? [command, "--diff"] : [command, "--yes", "--skip-preview"];
-    args.push("--color", "never", "--event-log", eventLog);
-    if (opts.message) args.push("--message", oneLine(opts.message));
-    if (command !== "destroy" && opts.refresh) args.push("--refresh");
-    if (this.parallelism) args.push("--parallel", String(this.parallelism));
-    args.push("--stack", stackName, "--non-interactive");
-    let program: RunProgram | undefined;
-    try {
-      program = await programOfRun({ command, inline: this.inlineProgram, observation: opts.observation, ref, privateDir: dir });
-      const run = program;
-      const stdout = await run.run((signal) => this.runCli(stackName, [...args, ...run.args], { ...opts, signal }, run.env), opts.signal);
-      const { changes, outputs, steps } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
-      return { summary: "succeeded" as const, changes: changeCounts(changes), opMap: changes, durationMs: Date.now() - t0, outputs, steps, stdout };
-    } catch (err) {
-      throw this.processes.lostLeadership(err, command, stackName);
-    } finally {
-      program?.close();
-      fs.rmSync(dir, { recursive: true, force: true });
-      if (command !== "preview") await this.pruneState(stackName);
-    }
+    return this.operationTmp.around(async (dir) => {
+      const eventLog = path.join(dir, "events.jsonl");
+      const args = command === "preview" ? [command, "--diff"] : [command, "--yes", "--skip-preview"];
+      args.push("--color", "never", "--event-log", eventLog);
+      if (opts.message) args.push("--message", oneLine(opts.message));
+      if (command !== "destroy" && opts.refresh) args.push("--refresh");
+      if (this.parallelism) args.push("--parallel", String(this.parallelism));
+      args.push("--stack", stackName, "--non-interactive");
+      let program: RunProgram | undefined;
+      try {
+        program = await programOfRun({ command, inline: this.inlineProgram, observation: opts.observation, ref, privateDir: dir });
+        const run = program;
+        const stdout = await run.run((signal) => this.runCli(stackName, [...args, ...run.args], { ...opts, signal }, { ...run.env, TMPDIR: dir }), opts.signal);
+        const { changes, outputs, steps } = summarizeEventLog(fs.readFileSync(eventLog, "utf8"));
+        return { summary: "succeeded" as const, changes: changeCounts(changes), opMap: changes, durationMs: Date.now() - t0, outputs, steps, stdout };
+      } catch (err) {
+        throw this.processes.lostLeadership(err, command, stackName);
+      } finally {
+        program?.close();
+        if (command !== "preview") await this.pruneState(stackName);
+      }
+    });
   }
 
   /**

@@ -62,13 +62,10 @@ describe("the program handed the reconciler's observation", () => {
     }
   }
 
-  /** bmw-up-* directories that existed before this suite: other runs' (a killed reconciler leaves its own). */
-  const foreignRunDirs = new Set(fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("bmw-up-")));
-
-  /** Every handoff file of a running update (in its private bmw-up-* directory), read while the program runs. */
+  /** Every handoff file of a running update (in its operation's private directory, stack/operationTmp.ts), read while the program runs. */
   function handoffFiles(): { file: string; mode: number; dirMode: number; text: string }[] {
-    return fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith("bmw-up-") && !foreignRunDirs.has(d)).flatMap((d) => {
-      const dir = path.join(os.tmpdir(), d);
+    const ours = fs.readdirSync(os.tmpdir()).filter((d) => d.startsWith(`bmw-pulumi-${process.pid}-`)).map((d) => path.join(os.tmpdir(), d));
+    return ours.flatMap((root) => (fs.existsSync(root) ? fs.readdirSync(root) : []).map((op) => path.join(root, op))).flatMap((dir) => {
       const file = path.join(dir, "observation.json");
       try {
         return [{ file, mode: fs.statSync(file).mode & 0o777, dirMode: fs.statSync(dir).mode & 0o777, text: fs.readFileSync(file, "utf8") }];

@@ -229,6 +229,19 @@ describe("secrets", () => {
     expect(tmp.flatMap((p) => leaks(p, fs.readFileSync(p, "latin1")))).toEqual([]);
   });
 
+  it("leave no copy in the temporary directory (the kubernetes provider writes its kubeconfig there at every update)", () => {
+    const found: string[] = [];
+    for (const tmp of new Set([os.tmpdir(), "/tmp"])) {
+      for (const entry of fs.readdirSync(tmp, { withFileTypes: true })) {
+        const p = path.join(tmp, entry.name);
+        if (entry.isFile() && fs.statSync(p).mtimeMs >= suiteStart) found.push(...leaks(p, fs.readFileSync(p, "latin1")));
+        // Where the reconciler's pulumi operations keep their temporary files: removed with each operation.
+        if (entry.isDirectory() && entry.name.startsWith("bmw-pulumi-")) found.push(...[...readTree(p)].flatMap(([f, text]) => leaks(f, text)));
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
   it("never appear in the reconciler's log or the CLI's output", () => {
     const log = fs.readFileSync(reconciler.logFile, "utf8");
     expect(log.split("\n").length).toBeGreaterThan(20); // debug level: plenty to scan
