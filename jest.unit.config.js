@@ -23,6 +23,7 @@ const UNIT_TESTS = [
   "tests/config/**/*.test.ts",
   "tests/lib/deadline.test.ts",
   "tests/lib/memoryTrim.test.ts",
+  "tests/lib/nativeHeap.test.ts",
   "tests/stack/eventLog.test.ts",
   "tests/stack/settingsFile.test.ts",
   "tests/stack/operationTmp.test.ts",

@@ -16,6 +16,8 @@ export interface SteadyInterval {
   providerHostRssMiB?: number;
   /** The reconciler's V8 heap (used, reserved) and memory outside it (Buffers, native), from its /metrics; absent in older runs. */
   heapMiB?: { used: number; total: number; external: number };
+  /** The reconciler's RSS split (its /metrics): anonymous pages and mapped files; the C heap in use, free and mmapped. Absent in older runs. */
+  memoryMiB?: MemorySplit;
   /** The reconciler's trims of its C heap since it started (count, total duration, RSS returned); absent in older runs. */
   trims?: { count: number; totalMs: number; releasedMiB: number };
   /**
@@ -25,6 +27,20 @@ export interface SteadyInterval {
   interval?: { ms: number; reconciles: number; ups: number; fulfillmentCalls: number };
   /** Settled checks of the interval by outcome (bmw_settled_checks_total): "settled", "resynced" or why not. Absent in older runs. */
   checks?: Record<string, number>;
+}
+
+export interface MemorySplit {
+  anonymous: number;
+  file: number;
+  cHeapInUse: number;
+  cHeapFree: number;
+  cHeapMmapped: number;
+}
+
+/** "anonymous A (V8 heap reserved V, C heap in use C + free F), files F" from a steady row's figures. */
+export function memorySplitText(m: MemorySplit, v8TotalMiB?: number): string {
+  const v8 = v8TotalMiB !== undefined ? `V8 heap reserved ${v8TotalMiB.toFixed(0)}, ` : "";
+  return `anonymous ${m.anonymous.toFixed(0)} (${v8}C heap in use ${m.cHeapInUse.toFixed(0)} + free ${m.cHeapFree.toFixed(0)}), files ${m.file.toFixed(0)}`;
 }
 
 export interface Integrity {
@@ -62,6 +78,9 @@ export interface BenchResult {
   /** The reconciler's modules loaded in a fresh process, as the launcher loads them and as before (all packages external, TypeScript loaded). */
   reconcilerLoad?: ReconcilerLoadVariant[];
   idleRssMiB: number;
+  /** The idle reconciler's V8 heap and RSS split; absent in older runs. */
+  idleHeapMiB?: { used: number; total: number; external: number };
+  idleMemoryMiB?: MemorySplit;
   burst?: { orders: number; bmis: number; createMs: number; allBmisMs: number; stacksPerMinute: number };
   steady: SteadyInterval[];
   /** The last size again, with settled orders off (BMW_RESYNC_INTERVAL_MS=0): the baseline of the settled skip. */
@@ -183,6 +202,10 @@ export function renderMarkdown(r: BenchResult): string {
   }
   if (last) {
     out.push(`| reconciler RSS at ${last.orders} orders | ${last.rssMiB.toFixed(0)} MiB | idle, 0 orders ${r.idleRssMiB.toFixed(0)} MiB | ${x(last.rssMiB, r.idleRssMiB)} |`);
+    if (last.memoryMiB) {
+      const idle = r.idleMemoryMiB ? `idle: ${memorySplitText(r.idleMemoryMiB, r.idleHeapMiB?.total)}` : "—";
+      out.push(`| the same, by kind of page (MiB) | ${memorySplitText(last.memoryMiB, last.heapMiB?.total)} | ${idle} | — |`);
+    }
     if (last.providerHostRssMiB !== undefined) out.push(`| RSS of the shared dynamic-provider host beside it, at ${last.orders} orders | ${last.providerHostRssMiB.toFixed(0)} MiB | — | — |`);
   }
   const loadNow = r.reconcilerLoad?.find((v) => v.how === "product");

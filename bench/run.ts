@@ -32,7 +32,7 @@ import type { ClusterOrder } from "../planner/types";
 import { CpuProfile } from "./cpuProfile";
 import { measureProgramLoad, measureProviderLoad, measureReconcilerLoad } from "./programLoad";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
-import { renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
+import { memorySplitText, type MemorySplit, renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
 import { cliCommand } from "../cli/command";
 import { descendants, procStat } from "../lib/procfs";
@@ -265,6 +265,20 @@ class Reconciler {
     return { used: mib("bmw_nodejs_heap_size_used_bytes"), total: mib("bmw_nodejs_heap_size_total_bytes"), external: mib("bmw_nodejs_external_memory_bytes") };
   }
 
+  /** The reconciler's RSS split by kind of page, and its C heap (bmw_memory_* of its /metrics); undefined without them. */
+  async memoryMiB(): Promise<MemorySplit | undefined> {
+    this.poll();
+    if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
+    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
+    const mib = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? NaN) / 2 ** 20;
+    const split = {
+      anonymous: mib('bmw_memory_resident_bytes{kind="anonymous"}'), file: mib('bmw_memory_resident_bytes{kind="file"}'),
+      cHeapInUse: mib('bmw_memory_c_heap_bytes{state="in_use"}'), cHeapFree: mib('bmw_memory_c_heap_bytes{state="free"}'),
+      cHeapMmapped: mib('bmw_memory_c_heap_bytes{state="mmapped"}'),
+    };
+    return Number.isNaN(split.anonymous) ? undefined : split;
+  }
+
   /** The C heap's trims since the reconciler started (lib/memoryTrim.ts): how many, how long in all, what they returned. */
   async trims(): Promise<{ count: number; totalMs: number; releasedMiB: number }> {
     const m = await this.metrics();
@@ -386,6 +400,7 @@ async function steadyInterval(rec: Reconciler, world: World, shim: PulumiShim, o
     skipped: second.skipped, settled: second.settled, fulfillmentCalls: second.fulfillmentCalls, rssMiB: rec.rssKiB() / 1024,
     ...(rec.providerHostRssKiB() !== undefined ? { providerHostRssMiB: rec.providerHostRssKiB()! / 1024 } : {}),
     heapMiB: await rec.heapMiB(),
+    memoryMiB: await rec.memoryMiB(),
     trims: await rec.trims(),
     interval: { ms: second.time - first.time, reconciles: Object.values(by).reduce((a, b) => a + b, 0), ups: by.up ?? 0, fulfillmentCalls: f1 - f0 },
     checks: Object.fromEntries(Object.entries(k1).map(([k, n]) => [k, n - (k0[k] ?? 0)])),
@@ -513,8 +528,9 @@ async function main(): Promise<void> {
     } else {
       const idle = await rec.nextPass(0, 300);
       result.idleRssMiB = rec.rssKiB() / 1024;
-      const heap = await rec.heapMiB();
-      log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB (heap used ${heap.used.toFixed(0)} of ${heap.total.toFixed(0)}, external ${heap.external.toFixed(0)})`);
+      const heap = result.idleHeapMiB = await rec.heapMiB();
+      result.idleMemoryMiB = await rec.memoryMiB();
+      log(`reconciler up; idle pass ${idle.durationMs} ms, RSS ${result.idleRssMiB.toFixed(0)} MiB (heap used ${heap.used.toFixed(0)} of ${heap.total.toFixed(0)}, external ${heap.external.toFixed(0)}${result.idleMemoryMiB ? `; ${memorySplitText(result.idleMemoryMiB, heap.total)}` : ""})`);
 
       // Burst: the first B orders at once, with the CPU of every process under the reconciler sampled.
       const profile = new CpuProfile(rec.child.pid!);
@@ -614,7 +630,7 @@ async function main(): Promise<void> {
       const s = await steadyInterval(rec, world, shim, size, o.interval * 3 + o.timeout);
       result.steady.push(s);
       save();
-      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB${s.providerHostRssMiB !== undefined ? ` (+ shared provider host ${s.providerHostRssMiB.toFixed(0)} MiB)` : ""} (heap used ${s.heapMiB?.used.toFixed(0)} of ${s.heapMiB?.total.toFixed(0)}, external ${s.heapMiB?.external.toFixed(0)}; trims so far ${s.trims?.count}, ${s.trims?.releasedMiB.toFixed(0)} MiB returned in ${s.trims?.totalMs.toFixed(0)} ms)`);
+      log(`steady at ${size} orders: pass ${s.passMs} ms, ${s.pulumiProcesses} pulumi processes per interval, ${s.fulfillmentCalls} fulfillment calls, RSS ${s.rssMiB.toFixed(0)} MiB${s.providerHostRssMiB !== undefined ? ` (+ shared provider host ${s.providerHostRssMiB.toFixed(0)} MiB)` : ""} (heap used ${s.heapMiB?.used.toFixed(0)} of ${s.heapMiB?.total.toFixed(0)}, external ${s.heapMiB?.external.toFixed(0)}${s.memoryMiB ? `; ${memorySplitText(s.memoryMiB, s.heapMiB?.total)}` : ""}; trims so far ${s.trims?.count}, ${s.trims?.releasedMiB.toFixed(0)} MiB returned in ${s.trims?.totalMs.toFixed(0)} ms)`);
       // Events at the first size, so a long run has its latencies early (they hardly depend on the size).
       if (!result.events) {
         await runEvents();

@@ -3,6 +3,7 @@
 // stays bounded by the number of tenants. Our own reconciler metrics use only small fixed label sets.
 // Each instance owns its registry, so several reconcilers (or tests) in one process never collide.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { type CHeapInfo, glibcMallocInfo, residentParts } from "../lib/nativeHeap";
 
 export const WORKER_TYPE = "bare_metal";
 
@@ -113,8 +114,32 @@ function memoryMetrics(registers: Registry[]) {
     trimReleased: new Counter({
       name: "bmw_memory_trim_released_bytes_total", help: "Resident memory the trims of the C heap returned to the system.", registers,
     }),
+    // Read at each scrape: with V8's heap figures they say which part of the RSS grows.
+    cHeap: new Gauge({
+      name: "bmw_memory_c_heap_bytes", help: "The C heap (glibc mallinfo2): bytes in use, free but kept by malloc, and in mmapped blocks.",
+      labelNames: ["state"], registers,
+      collect() {
+        const m = (cHeapInfo ??= glibcMallocInfo() ?? (() => undefined))();
+        if (!m) return;
+        this.set({ state: "in_use" }, m.inUseBytes);
+        this.set({ state: "free" }, m.freeBytes);
+        this.set({ state: "mmapped" }, m.mmappedBytes);
+      },
+    }),
+    resident: new Gauge({
+      name: "bmw_memory_resident_bytes", help: "The process's resident memory by kind of page: anonymous (V8 and C heaps, stacks) and mapped files.",
+      labelNames: ["kind"], registers,
+      collect() {
+        const parts = residentParts();
+        if (!parts) return;
+        this.set({ kind: "anonymous" }, parts.anonymousBytes);
+        this.set({ kind: "file" }, parts.fileBytes);
+      },
+    }),
   };
 }
+
+let cHeapInfo: (() => CHeapInfo | undefined) | undefined;
 
 /** The BMI cache kept by the service's event stream (io/bmiCache.ts). */
 function bmiCacheMetrics(registers: Registry[]) {

@@ -115,6 +115,23 @@ describe("ReconcilerMetrics", () => {
     expect(lines).toContain('bmw_memory_trim_duration_seconds_bucket{le="0.005"} 1');
   });
 
+  it("splits the resident memory at each scrape: the C heap in use, free and mmapped; anonymous pages and mapped files", async () => {
+    const m = new ReconcilerMetrics({ defaultMetrics: false });
+    const text = await m.render();
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, "\\$&")} (\\d+)$`, "m").exec(text)?.[1] ?? NaN);
+    const glibc = Boolean((process.report.getReport() as { header?: { glibcVersionRuntime?: string } }).header?.glibcVersionRuntime);
+    if (glibc) {
+      expect(value('bmw_memory_c_heap_bytes{state="in_use"}')).toBeGreaterThan(1048576);
+      expect(value('bmw_memory_c_heap_bytes{state="free"}')).toBeGreaterThanOrEqual(0);
+      expect(value('bmw_memory_c_heap_bytes{state="mmapped"}')).toBeGreaterThanOrEqual(0);
+    }
+    const anonymous = value('bmw_memory_resident_bytes{kind="anonymous"}');
+    const file = value('bmw_memory_resident_bytes{kind="file"}');
+    expect(anonymous).toBeGreaterThan(10 * 1048576);
+    expect(file).toBeGreaterThan(10 * 1048576);
+    expect(Math.abs(anonymous + file - process.memoryUsage.rss())).toBeLessThan(64 * 1048576);
+  });
+
   it("counts the BMI cache's events by a short type and says whether it is synced", async () => {
     const m = new ReconcilerMetrics({ defaultMetrics: false });
     m.countBmiCacheEvent("EVENT_TYPE_OBJECT_UPDATED");
