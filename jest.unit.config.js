@@ -24,6 +24,7 @@ const UNIT_TESTS = [
   "tests/lib/deadline.test.ts",
   "tests/lib/memoryTrim.test.ts",
   "tests/lib/nativeHeap.test.ts",
+  "tests/clients/kubeConnections.test.ts",
   "tests/stack/eventLog.test.ts",
   "tests/stack/settingsFile.test.ts",
   "tests/stack/operationTmp.test.ts",
