@@ -1,4 +1,6 @@
 // The benchmark's result record and its markdown rendering (every figure beside its baseline).
+import type { KubeRequestsVariant } from "./kubeRequests";
+
 export interface SteadyInterval {
   orders: number;
   workers: number;
@@ -77,6 +79,8 @@ export interface BenchResult {
   providerLoad?: ProviderLoadVariant[];
   /** The reconciler's modules loaded in a fresh process, as the launcher loads them and as before (all packages external, TypeScript loaded). */
   reconcilerLoad?: ReconcilerLoadVariant[];
+  /** Kubernetes API requests through the product's access layer and through client-node's own KubeConfig (bench/kubeRequests.ts). */
+  kubeRequests?: KubeRequestsVariant[];
   idleRssMiB: number;
   /** The idle reconciler's V8 heap and RSS split; absent in older runs. */
   idleHeapMiB?: { used: number; total: number; external: number };
@@ -207,6 +211,11 @@ export function renderMarkdown(r: BenchResult): string {
       out.push(`| the same, by kind of page (MiB) | ${memorySplitText(last.memoryMiB, last.heapMiB?.total)} | ${idle} | — |`);
     }
     if (last.providerHostRssMiB !== undefined) out.push(`| RSS of the shared dynamic-provider host beside it, at ${last.orders} orders | ${last.providerHostRssMiB.toFixed(0)} MiB | — | — |`);
+  }
+  const pooled = r.kubeRequests?.find((v) => v.how === "pooled");
+  const perRequest = r.kubeRequests?.find((v) => v.how === "client-node");
+  if (pooled && perRequest) {
+    out.push(`| a Kubernetes API request (a GET, ${pooled.requests} in a row): CPU / wall time, TLS connections opened | ${pooled.cpuMsPerRequest.toFixed(2)} / ${pooled.wallMsPerRequest.toFixed(2)} ms, ${pooled.connections} | client-node's KubeConfig (an Agent per request) ${perRequest.cpuMsPerRequest.toFixed(2)} / ${perRequest.wallMsPerRequest.toFixed(2)} ms, ${perRequest.connections} | ${x(pooled.cpuMsPerRequest, perRequest.cpuMsPerRequest)} / ${x(pooled.wallMsPerRequest, perRequest.wallMsPerRequest)} |`);
   }
   const loadNow = r.reconcilerLoad?.find((v) => v.how === "product");
   const loadBefore = r.reconcilerLoad?.find((v) => v.how !== "product");

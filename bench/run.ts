@@ -30,6 +30,7 @@ import { startLab, type Lab } from "../lab";
 import { ORDER_LABEL } from "../planner/names";
 import type { ClusterOrder } from "../planner/types";
 import { CpuProfile } from "./cpuProfile";
+import { measureKubeRequests } from "./kubeRequests";
 import { measureProgramLoad, measureProviderLoad, measureReconcilerLoad } from "./programLoad";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
 import { memorySplitText, type MemorySplit, renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
@@ -464,6 +465,10 @@ async function main(): Promise<void> {
   const f = lab.fulfillmentClient();
   const world = new World(lab, f, o);
   await lab.createNamespace("bmw-bench");
+  const kubeRequests = record ? undefined : await measureKubeRequests(lab.productSettings().BMW_KUBECONFIG, "bmw-bench");
+  if (kubeRequests) {
+    log(`kube requests: ${kubeRequests.map((v) => `${v.how} ${v.cpuMsPerRequest.toFixed(2)} CPU-ms, ${v.wallMsPerRequest.toFixed(2)} ms, ${v.connections} connections per ${v.requests}`).join("; ")}`);
+  }
   const stateDir = path.join(o.dir, "state");
   const passphrase = path.join(o.dir, "state.passphrase");
   fs.writeFileSync(passphrase, "bench-passphrase", { mode: 0o600 });
@@ -509,6 +514,7 @@ async function main(): Promise<void> {
     programLoad,
     providerLoad,
     reconcilerLoad,
+    kubeRequests,
     steady: [], events: undefined, burst: undefined, naive: undefined, idleRssMiB: 0, pulumiByCommand: {},
   };
   if (record) (result.resumedAt ??= []).push(started.toISOString());
