@@ -11,14 +11,14 @@ const { deferTypeScript } = require("../lib/deferTypeScript");
 const root = path.resolve(__dirname, "..");
 const fromRoot = createRequire(path.join(root, "package.json"));
 if (process.env.BMW_SHARED_PROVIDER_HOST === "1") shareAmongEngines();
+endWithParent();
 deferTypeScript(root);
 require(fromRoot.resolve("@pulumi/pulumi/cmd/dynamic-provider"));
 
 /**
  * One host for every update of a reconciler (stack/sharedProviderHost.ts). The engine attaches to a running
  * provider with an Attach call, which the SDK's host refuses (dynamic providers are never attached to), and
- * which it would use only for the engine's address, which it never uses; so Attach is accepted. The host
- * ends with the reconciler, whose end of this pipe closes however it ends (a kill -9 included).
+ * which it would use only for the engine's address, which it never uses; so Attach is accepted.
  */
 function shareAmongEngines() {
   const fromSdk = createRequire(fromRoot.resolve("@pulumi/pulumi/package.json"));
@@ -33,5 +33,20 @@ function shareAmongEngines() {
       : implementation;
     return addService.call(this, service, impl);
   };
-  process.stdin.on("end", () => process.exit(0)).on("error", () => process.exit(0)).resume();
+}
+
+/**
+ * The engine (a host per update) and the stack manager (a shared host) each give the host a pipe on stdin
+ * and never write to it nor close it while they run: its end means they are gone, a kill -9 included.
+ * Without this a host whose pulumi process was killed ran on, an orphan. Started without a pipe (stdin a
+ * terminal or /dev/null), the host runs as before.
+ */
+function endWithParent() {
+  let pipe = false;
+  try {
+    pipe = require("node:fs").fstatSync(0).isFIFO();
+  } catch {
+    // no stdin at all
+  }
+  if (pipe) process.stdin.on("end", () => process.exit(0)).on("error", () => process.exit(0)).resume();
 }

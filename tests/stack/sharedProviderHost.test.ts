@@ -104,7 +104,7 @@ describe("a shared dynamic-provider host", () => {
     host.close();
   });
 
-  it("ends when the process that started it ends (its stdin closes), and on close()", async () => {
+  it("ends when the process that started it ends (its stdin closes), shared or per update, and on close()", async () => {
     const host = spawn(process.execPath, [path.join(PROJECT_ROOT, "providers", "hostLaunch.js"), "127.0.0.1:0"], {
       env: { ...process.env, BMW_SHARED_PROVIDER_HOST: "1" }, stdio: ["pipe", "pipe", "inherit"],
     });
@@ -113,6 +113,23 @@ describe("a shared dynamic-provider host", () => {
     const exited = new Promise<number | null>((resolve) => host.once("exit", (code) => resolve(code)));
     host.stdin!.end(); // what a kill -9 of the reconciler does to the pipe
     expect(await exited).toBe(0);
+
+    // A host the engine starts for one update (no BMW_SHARED_PROVIDER_HOST): the same when its pulumi process
+    // is killed; a host started without a pipe (here /dev/null) does not end at once.
+    const perUpdate = spawn(process.execPath, [path.join(PROJECT_ROOT, "providers", "hostLaunch.js"), "127.0.0.1:0"], {
+      env: { ...process.env, BMW_SHARED_PROVIDER_HOST: "" }, stdio: ["pipe", "pipe", "inherit"],
+    });
+    expect(Number(await new Promise<string>((resolve) => perUpdate.stdout!.once("data", (d: Buffer) => resolve(d.toString().trim()))))).toBeGreaterThan(0);
+    const perUpdateExited = new Promise<number | null>((resolve) => perUpdate.once("exit", (code) => resolve(code)));
+    perUpdate.stdin!.end();
+    expect(await perUpdateExited).toBe(0);
+    const detached = spawn(process.execPath, [path.join(PROJECT_ROOT, "providers", "hostLaunch.js"), "127.0.0.1:0"], {
+      env: { ...process.env, BMW_SHARED_PROVIDER_HOST: "" }, stdio: ["ignore", "pipe", "inherit"],
+    });
+    expect(Number(await new Promise<string>((resolve) => detached.stdout!.once("data", (d: Buffer) => resolve(d.toString().trim()))))).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(detached.exitCode).toBeNull();
+    detached.kill();
 
     const pid = sb.manager.providerHost?.pid!;
     sb.manager.close();
