@@ -38,13 +38,14 @@ function shareAmongEngines() {
 /**
  * The engine (a host per update) and the stack manager (a shared host) each give the host a pipe on stdin
  * and never write to it nor close it while they run: its end means they are gone, a kill -9 included.
- * Without this a host whose pulumi process was killed ran on, an orphan. Started without a pipe (stdin a
+ * Without this a host whose pulumi process was killed ran on, an orphan. Started without one (stdin a
  * terminal or /dev/null), the host runs as before.
  */
 function endWithParent() {
   let pipe = false;
   try {
-    pipe = require("node:fs").fstatSync(0).isFIFO();
+    const stdin = require("node:fs").fstatSync(0);
+    pipe = stdin.isFIFO() || stdin.isSocket(); // Go's os.Pipe, Node's socketpair
   } catch {
     // no stdin at all
   }

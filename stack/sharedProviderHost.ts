@@ -9,6 +9,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import * as path from "node:path";
 import * as readline from "node:readline";
+import { NODE_HEAP_FLAGS } from "../lib/nodeHeapFlags";
 import { PROJECT_ROOT } from "./toolchain";
 
 export interface SharedProviderHostOptions {
@@ -70,7 +71,7 @@ export class SharedProviderHost {
     const env = await this.opts.env();
     // A placeholder for the engine address the SDK's host requires as its argument and never uses.
     const script = this.opts.script ?? path.join(PROJECT_ROOT, "providers", "hostLaunch.js");
-    const child = spawn(process.execPath, [script, "127.0.0.1:0"], {
+    const child = spawn(process.execPath, [...NODE_HEAP_FLAGS, script, "127.0.0.1:0"], {
       cwd: this.opts.cwd, env: { ...env, BMW_SHARED_PROVIDER_HOST: "1" }, stdio: ["pipe", "pipe", "pipe"],
     });
     this.child = child;

@@ -5,6 +5,7 @@
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { NODE_HEAP_FLAGS } from "../../lib/nodeHeapFlags";
 import { SharedProviderHost } from "../../stack/sharedProviderHost";
 import { StackManager } from "../../stack/stacks";
 import { PROJECT_ROOT } from "../../stack/toolchain";
@@ -132,6 +133,8 @@ describe("a shared dynamic-provider host", () => {
     detached.kill();
 
     const pid = sb.manager.providerHost?.pid!;
+    // Bounded as the reconciler's own heap is (lib/nodeHeapFlags.ts): V8 would size it from the machine's memory.
+    expect(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toEqual(expect.arrayContaining([...NODE_HEAP_FLAGS]));
     sb.manager.close();
     await until("the host to end", () => (alive(pid) ? undefined : true));
   });
