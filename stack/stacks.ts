@@ -86,7 +86,7 @@ export class StackManager {
       env: () => withProviderBundle(this.env, this.tc.cacheDir, this.programDir) }) : undefined;
   }
 
-  /** Stops what this manager keeps running between operations (the shared provider host). */
+  /** Stops what this manager keeps running between operations (the shared provider host) and removes its temporary directories. */
   close(): void {
     this.providerHost?.close();
     this.operationTmp.close();
