@@ -19,7 +19,7 @@ export function glibcMallocInfo(): (() => CHeapInfo) | undefined {
   try {
     const koffi: typeof import("koffi") = require("koffi");
     const fields = ["arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"] as const;
-    const struct = koffi.struct("bmw_mallinfo2", Object.fromEntries(fields.map((f) => [f, "size_t"])));
+    const struct = koffi.struct(Object.fromEntries(fields.map((f) => [f, "size_t"])));
     const mallinfo2 = koffi.load("libc.so.6").func("mallinfo2", struct, []) as () => Record<(typeof fields)[number], number | bigint>;
     return () => {
       const m = mallinfo2();
