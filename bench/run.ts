@@ -222,11 +222,16 @@ class Reconciler {
     return by;
   }
 
-  /** The reconciler's /metrics: every sample's value by name, summed over its labels. */
-  private async metrics(): Promise<Map<string, number>> {
+  /** The reconciler's /metrics as exposed. */
+  private async metricsText(): Promise<string> {
     this.poll();
     if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
-    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
+    return (await fetch(`${this.healthUrl}/metrics`)).text();
+  }
+
+  /** The reconciler's /metrics: every sample's value by name, summed over its labels. */
+  private async metrics(): Promise<Map<string, number>> {
+    const text = await this.metricsText();
     const byName = new Map<string, number>();
     for (const l of text.split("\n")) {
       if (l.startsWith("#") || !l.trim()) continue;
@@ -238,9 +243,7 @@ class Reconciler {
 
   /** The reconciler's settled checks so far, by outcome (bmw_settled_checks_total). */
   async settledChecks(): Promise<Record<string, number>> {
-    this.poll();
-    if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
-    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
+    const text = await this.metricsText();
     const out: Record<string, number> = {};
     for (const m of text.matchAll(/^bmw_settled_checks_total\{outcome="([^"]+)"\} (\S+)$/gm)) out[m[1]] = Number(m[2]);
     return out;
@@ -268,9 +271,7 @@ class Reconciler {
 
   /** The reconciler's RSS split by kind of page, and its C heap (bmw_memory_* of its /metrics); undefined without them. */
   async memoryMiB(): Promise<MemorySplit | undefined> {
-    this.poll();
-    if (!this.healthUrl) throw new Error(`no health address in ${this.logFile}`);
-    const text = await (await fetch(`${this.healthUrl}/metrics`)).text();
+    const text = await this.metricsText();
     const mib = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, "\\$&")} (\\S+)$`, "m").exec(text)?.[1] ?? NaN) / 2 ** 20;
     const split = {
       anonymous: mib('bmw_memory_resident_bytes{kind="anonymous"}'), file: mib('bmw_memory_resident_bytes{kind="file"}'),
