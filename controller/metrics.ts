@@ -3,7 +3,7 @@
 // stays bounded by the number of tenants. Our own reconciler metrics use only small fixed label sets.
 // Each instance owns its registry, so several reconcilers (or tests) in one process never collide.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import { type CHeapInfo, glibcMallocInfo, residentParts } from "../lib/nativeHeap";
+import { cHeapInfo, residentParts } from "../lib/nativeHeap";
 
 export const WORKER_TYPE = "bare_metal";
 
@@ -119,7 +119,7 @@ function memoryMetrics(registers: Registry[]) {
       name: "bmw_memory_c_heap_bytes", help: "The C heap (glibc mallinfo2): bytes in use, free but kept by malloc, and in mmapped blocks.",
       labelNames: ["state"], registers,
       collect() {
-        const m = (cHeapInfo ??= glibcMallocInfo() ?? (() => undefined))();
+        const m = cHeapInfo();
         if (!m) return;
         this.set({ state: "in_use" }, m.inUseBytes);
         this.set({ state: "free" }, m.freeBytes);
@@ -138,8 +138,6 @@ function memoryMetrics(registers: Registry[]) {
     }),
   };
 }
-
-let cHeapInfo: (() => CHeapInfo | undefined) | undefined;
 
 /** The BMI cache kept by the service's event stream (io/bmiCache.ts). */
 function bmiCacheMetrics(registers: Registry[]) {

@@ -4,17 +4,16 @@
 // live blocks, and the process keeps those pages: at 500 orders a third of its RSS (docs/benchmarks.md).
 // malloc_trim(0) returns every free page inside the heap (madvise). Calling it now and then keeps the RSS
 // near the memory in use. Where the C library is not glibc (musl) there is no such call and nothing is done.
+import { glibc } from "./nativeHeap";
+
 /** Returns the free pages of the C heap to the system. */
 export type NativeTrim = () => void;
 
 /** glibc's malloc_trim(0), called through koffi; undefined where the C library has none. */
 export function glibcMallocTrim(): NativeTrim | undefined {
-  if (process.platform !== "linux") return undefined;
   try {
-    // Loaded only here: the reconciler is the one process that trims.
-    const koffi: typeof import("koffi") = require("koffi");
-    const mallocTrim = koffi.load("libc.so.6").func("int malloc_trim(size_t pad)") as (pad: number) => number;
-    return () => void mallocTrim(0);
+    const mallocTrim = glibc()?.func("int malloc_trim(size_t pad)") as ((pad: number) => number) | undefined;
+    return mallocTrim && (() => void mallocTrim(0));
   } catch {
     return undefined;
   }

@@ -13,22 +13,37 @@ export interface CHeapInfo {
   mmappedBytes: number;
 }
 
-/** glibc's mallinfo2(), through koffi; undefined where the C library has none (musl, other systems). */
-export function glibcMallocInfo(): (() => CHeapInfo) | undefined {
+/** glibc through koffi (loaded once, here for memoryTrim.ts too); undefined where there is none (musl, other systems). */
+export function glibc(): import("koffi").LibraryHandle | undefined {
   if (process.platform !== "linux") return undefined;
   try {
     const koffi: typeof import("koffi") = require("koffi");
-    const fields = ["arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"] as const;
-    const struct = koffi.struct(Object.fromEntries(fields.map((f) => [f, "size_t"])));
-    const mallinfo2 = koffi.load("libc.so.6").func("mallinfo2", struct, []) as () => Record<(typeof fields)[number], number | bigint>;
-    return () => {
-      const m = mallinfo2();
-      const n = (f: (typeof fields)[number]) => Number(m[f]);
-      return { inUseBytes: n("uordblks") + n("hblkhd"), freeBytes: n("fordblks"), mmappedBytes: n("hblkhd") };
-    };
+    return (libc ??= koffi.load("libc.so.6"));
   } catch {
     return undefined;
   }
+}
+let libc: import("koffi").LibraryHandle | undefined;
+
+const MALLINFO2 = ["arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost"] as const;
+let mallinfo2: (() => Record<(typeof MALLINFO2)[number], number | bigint>) | null | undefined;
+
+/** glibc's mallinfo2() now; undefined where the C library has none. The function is looked up once per process. */
+export function cHeapInfo(): CHeapInfo | undefined {
+  if (mallinfo2 === undefined) {
+    try {
+      const koffi: typeof import("koffi") = require("koffi");
+      // An anonymous struct: a named koffi type cannot be defined twice in a process.
+      const struct = koffi.struct(Object.fromEntries(MALLINFO2.map((f) => [f, "size_t"])));
+      mallinfo2 = (glibc()?.func("mallinfo2", struct, []) as typeof mallinfo2) ?? null;
+    } catch {
+      mallinfo2 = null;
+    }
+  }
+  if (!mallinfo2) return undefined;
+  const m = mallinfo2();
+  const n = (f: (typeof MALLINFO2)[number]) => Number(m[f]);
+  return { inUseBytes: n("uordblks") + n("hblkhd"), freeBytes: n("fordblks"), mmappedBytes: n("hblkhd") };
 }
 
 export interface ResidentParts {
@@ -39,11 +54,11 @@ export interface ResidentParts {
   fileBytes: number;
 }
 
-/** The RSS of a process split by kind of page; undefined where /proc has no smaps_rollup. */
-export function residentParts(pid: number | "self" = "self"): ResidentParts | undefined {
+/** This process's RSS split by kind of page; undefined where /proc has no smaps_rollup. */
+export function residentParts(): ResidentParts | undefined {
   let text: string;
   try {
-    text = fs.readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+    text = fs.readFileSync("/proc/self/smaps_rollup", "utf8");
   } catch {
     return undefined;
   }

@@ -8,6 +8,8 @@ import * as os from "node:os";
 import * as path from "node:path";
 
 const PREFIX = "bmw-pulumi-";
+/** `<prefix><pid>-<token>`: the directory of one instance in one process. */
+const INSTANCE_DIR = new RegExp(`^${PREFIX}(\\d+)-([0-9a-f]+)$`);
 /** Tokens of the instances of this process: a directory of this pid with another token is a dead process's. */
 const live = new Set<string>();
 
@@ -49,7 +51,7 @@ function sweepStale(parent: string): void {
     return;
   }
   for (const name of names) {
-    const m = new RegExp(`^${PREFIX}(\\d+)-([0-9a-f]+)$`).exec(name);
+    const m = INSTANCE_DIR.exec(name);
     if (!m) continue;
     const pid = Number(m[1]);
     const stale = pid === process.pid ? !live.has(m[2]) : !alive(pid);

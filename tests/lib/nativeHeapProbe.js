@@ -1,11 +1,11 @@
 // Run by tests/lib/nativeHeap.test.ts in a process of its own (no other allocations beside it): mallocs
 // 1024 blocks of 64 KiB (from the arenas) and 2 of 40 MiB (above the largest mmap threshold, 32 MiB: each
 // its own mapping), touches them, frees them, and prints lib/nativeHeap.ts's figures at each step.
-const { glibcMallocInfo, residentParts } = require(process.argv[2]);
+const { cHeapInfo, residentParts } = require(process.argv[2]);
 const koffi = require("koffi");
 const MiB = 2 ** 20;
-const info = glibcMallocInfo();
-if (!info) {
+const info = cHeapInfo;
+if (!info()) {
   console.log(JSON.stringify({ glibc: false }));
   process.exit(0);
 }
