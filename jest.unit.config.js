@@ -31,6 +31,7 @@ const UNIT_TESTS = [
   "tests/property/previewCheck.test.ts",
   "tests/io/incarnationNames.test.ts",
   "tests/io/handoff.test.ts",
+  "tests/io/newInfraEnvIgnition.test.ts",
   "tests/fakes/**/*.test.ts",
   "tests/clients/clusterOrderShape.test.ts",
   "tests/clients/leanList.test.ts",

@@ -4,7 +4,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { FIELD_MANAGER } from "../planner/names";
-import type { Plan } from "../planner/types";
+import type { DesiredWorker, Plan } from "../planner/types";
 import type { FulfillmentConnection } from "../config/settings";
 import { BareMetalWorker } from "./bareMetalWorker";
 
@@ -14,7 +14,9 @@ export interface ClusterWorkersArgs {
   orderName: string;
   orderUid: string;
   fulfillment: FulfillmentConnection;
-  /** Path of the kubeconfig (a path, not its content, so no token is stored in state). */
+  /** Slots of plan.workers the program declares later, with declareWorker (a new order's BMIs, after their ignition). */
+  later?: ReadonlySet<string>;
+  /** Path of the kubeconfig for the BMI delete guard and the bindings (a path, not its content, so no token is stored in state). */
   kubeconfigPath: string;
 }
 
@@ -23,15 +25,21 @@ export const HUB_CLUSTER_IDENTIFIER = "osac-hub";
 
 export class ClusterWorkers extends pulumi.ComponentResource {
   readonly workers: BareMetalWorker[] = [];
+  private readonly args: ClusterWorkersArgs;
 
   constructor(name: string, args: ClusterWorkersArgs, opts?: pulumi.ComponentResourceOptions) {
     super("baremetal-workers:index:ClusterWorkers", name, {}, opts);
+    this.args = args;
     // The hub is one cluster whatever kubeconfig reaches it: without an identifier the provider plans to
     // replace everything it manages (the InfraEnv, the NodePool patch) when the kubeconfig's server URL
     // differs, e.g. an admin's machine through another endpoint, or another replica (decisions SO8).
+    // No kubeconfig of its own: the provider writes a kubeconfig it is given, credentials included, to a
+    // temporary file at every run and never removes it. Given "" (not left out: the SDK would fill in
+    // $KUBECONFIG), it loads the pulumi process's KUBECONFIG, which the program checks names the same
+    // file it reads (config/settings.ts checkProviderKubeconfig); the state holds no machine's path.
     const provider = new k8s.Provider(`${name}-hub`, {
       clusterIdentifier: HUB_CLUSTER_IDENTIFIER,
-      kubeconfig: args.kubeconfigPath,
+      kubeconfig: "",
       namespace: args.namespace,
       enableServerSideApply: true,
     }, { parent: this });
@@ -71,16 +79,22 @@ export class ClusterWorkers extends pulumi.ComponentResource {
       }, { parent: this, provider, retainOnDelete: true });
     }
 
-    for (const worker of plan.workers) {
-      this.workers.push(new BareMetalWorker(worker.slot, {
-        worker,
-        fulfillment: args.fulfillment,
-        kubeconfigPath: args.kubeconfigPath,
-        namespace: args.namespace,
-        orderName: args.orderName,
-        orderUid: args.orderUid,
-      }, { parent: this }));
-    }
+    for (const worker of plan.workers) if (!args.later?.has(worker.slot)) this.declareWorker(worker);
     this.registerOutputs({ workers: plan.workers.map((w) => w.slot) });
+  }
+
+  /** Declares one worker: in the constructor, or afterwards for a worker of `later`. */
+  declareWorker(worker: DesiredWorker): BareMetalWorker {
+    const { args } = this;
+    const declared = new BareMetalWorker(worker.slot, {
+      worker,
+      fulfillment: args.fulfillment,
+      kubeconfigPath: args.kubeconfigPath,
+      namespace: args.namespace,
+      orderName: args.orderName,
+      orderUid: args.orderUid,
+    }, { parent: this });
+    this.workers.push(declared);
+    return declared;
   }
 }

@@ -208,5 +208,20 @@ export function programEnv(program: ProgramSettings, env: Env): Record<string, s
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (/^BMW_[A-Z0-9_]+$/.test(k) && v !== undefined && v !== "") out[k] = v;
   out.BMW_KUBECONFIG = path.resolve(program.kubeconfigPath);
+  // The Kubernetes provider finds the hub through KUBECONFIG (components/clusterWorkers.ts).
+  out.KUBECONFIG = out.BMW_KUBECONFIG;
   return out;
+}
+
+/**
+ * Refuses a program whose Kubernetes provider would reach another hub than the program observes. The
+ * provider is given no kubeconfig (a kubeconfig given to it is copied, credentials and all, into a
+ * temporary file at every run), so it loads the pulumi process's KUBECONFIG; the program reads
+ * BMW_KUBECONFIG, else KUBECONFIG. The two must name the same file.
+ */
+export function checkProviderKubeconfig(program: ProgramSettings, env: Env): void {
+  const ambient = optionalString(env, "KUBECONFIG");
+  if (ambient !== undefined && path.resolve(ambient) === path.resolve(program.kubeconfigPath)) return;
+  throw new SettingsError(`KUBECONFIG (${ambient ?? "unset"}) must name the hub's kubeconfig the program reads ` +
+    `(${program.kubeconfigPath}): the Kubernetes provider of the stack reads KUBECONFIG`);
 }

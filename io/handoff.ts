@@ -8,7 +8,7 @@
 // when its plan may create a BMI (programPlan.ts).
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { GROUP } from "../planner/names";
+import { GROUP, WITHHELD_IGNITION } from "../planner/names";
 import type { ClusterOrder, IgnitionFetch, PlannerConfig, Snapshot } from "../planner/types";
 import { incarnationNames } from "./incarnationNames";
 import type { Observation, OrderRef } from "./observe";
@@ -25,7 +25,7 @@ const MAX_FILE_BYTES = 32 * 1024 * 1024;
  * only for BMIs it adopts (their user_data is create-only and never sent again), and fetches the real
  * ignition before declaring any BMI that may be created (programPlan.ts checks this).
  */
-export const WITHHELD_IGNITION = "{\"withheld\":\"the discovery ignition is fetched only for a BMI to be created\"}";
+export { WITHHELD_IGNITION };
 /** Stands in for the InfraEnv's ignition URL: the planner only asks whether there is one. */
 export const WITHHELD_URL = "withheld:";
 

@@ -7,7 +7,7 @@ import {
   COND_CATALOG_ITEM_NOT_FOUND, COND_CLUSTER_NOT_READY, COND_INFRAENV_READY, COND_INVALID_NODE_REQUEST,
   COND_RHCOS_IMAGE_NOT_FOUND, cond, type ConditionInput,
 } from "./conditions";
-import { infraEnvName, SYSTEM_CATALOG_ITEM } from "./names";
+import { IGNITION_OF_NEW_INFRAENV, infraEnvName, SYSTEM_CATALOG_ITEM } from "./names";
 import { isBareMetalRequest } from "./status";
 import type { InstanceTypeInfo, Snapshot } from "./types";
 
@@ -111,11 +111,24 @@ function fabricInterfaceProblem(nodeSet: string, requested: string | undefined, 
   return `node set ${nodeSet}: BareMetalInstanceType ${type.name} has no network port with role fabric and the node request sets no fabricInterface`;
 }
 
+/**
+ * A new order's first update creates its InfraEnv and, once that InfraEnv publishes its discovery ignition,
+ * the BMIs (decisions F18): one update instead of two. Only for an order that never had an InfraEnv and has
+ * no worker yet; a deleted InfraEnv is recreated on its own, for the stale-ignition rules.
+ */
+function ignitionAtUpdate(snapshot: Snapshot): boolean {
+  return !snapshot.infraEnv && !snapshot.recordedInfraEnvUid && (snapshot.order.status?.workers ?? []).length === 0;
+}
+
 function infraEnvGate(snapshot: Snapshot, blockers: string[]): { condition: ConditionInput; poll: boolean; notFetched: boolean } {
   const name = infraEnvName(snapshot.order.metadata.name);
   const env = snapshot.infraEnv;
   const { ignitionMaxBytes, ignitionPollMs } = snapshot.config;
   const pollNote = `polling every ${Math.round(ignitionPollMs / 1000)}s`;
+  if (!env && ignitionAtUpdate(snapshot)) {
+    return { condition: cond(COND_INFRAENV_READY, "False", "InfraEnvNotFound", `InfraEnv ${name} does not exist yet; the next update ` +
+      "creates it and, once it publishes its discovery ignition, the workers"), poll: true, notFetched: false };
+  }
   if (!env) {
     blockers.push("the InfraEnv does not exist yet");
     return { condition: cond(COND_INFRAENV_READY, "False", "InfraEnvNotFound", `InfraEnv ${name} does not exist yet; it is being created`), poll: true, notFetched: false };
@@ -206,8 +219,10 @@ export function evaluateGates(snapshot: Snapshot): Gates {
     : cond(COND_INVALID_NODE_REQUEST, "False", "NodeRequestsValid", "every bare-metal node request is valid"));
 
   const ign = snapshot.ignition;
-  const inputs = blockers.length === 0 && ign?.ok && disk.ok && network
-    ? { userData: ign.content, ignitionBytes: ign.bytes, diskImageId: disk.id, subnet: network.subnetRef, securityGroups: [...(network.securityGroupRefs ?? [])] }
+  const ignition = ign?.ok ? { userData: ign.content, ignitionBytes: ign.bytes }
+    : ignitionAtUpdate(snapshot) ? { userData: IGNITION_OF_NEW_INFRAENV, ignitionBytes: 0 } : undefined;
+  const inputs = blockers.length === 0 && ignition && disk.ok && network
+    ? { ...ignition, diskImageId: disk.id, subnet: network.subnetRef, securityGroups: [...(network.securityGroupRefs ?? [])] }
     : undefined;
   return {
     nodeSets, createBlockers: blockers, ignitionNotFetched: infra.notFetched, pollIgnition: infra.poll, inputs, poolConflicts: conflicts, conditions,

@@ -25,6 +25,20 @@ export const SYSTEM_CATALOG_ITEM = "system-bmi-passthrough";
 
 export const UNBINDING_STATE = "unbinding-pending-user-action";
 
+/**
+ * The userData of a BMI a new order's first update creates: the ignition of the InfraEnv that same update
+ * creates, fetched by the program once that InfraEnv publishes it, before the fence and any Create
+ * (program/orderProgram.ts). Never sent: the BMI provider refuses to create with it.
+ */
+export const IGNITION_OF_NEW_INFRAENV = "{\"pending\":\"the discovery ignition of the InfraEnv this update creates\"}";
+/** Stands for a fetched ignition in the reconciler's handoff (io/handoff.ts): only adopted BMIs may carry it. */
+export const WITHHELD_IGNITION = "{\"withheld\":\"the discovery ignition is fetched only for a BMI to be created\"}";
+
+/** Whether a userData is one of the stand-ins above, never a BMI's user_data. */
+export function isIgnitionPlaceholder(userData: string): boolean {
+  return userData === IGNITION_OF_NEW_INFRAENV || userData === WITHHELD_IGNITION;
+}
+
 /** RFC 1123 label: the BMI name rule of the fulfillment-service (protovalidate) and of many object names. */
 export const DNS_LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /** A Kubernetes label value (and the InfraEnv name must be one: assisted-service labels its Agents with it). */

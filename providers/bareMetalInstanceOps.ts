@@ -12,7 +12,7 @@ import { observedBmi } from "../clients/fulfillment/observed";
 import { KubeError } from "../clients/kube";
 import { failpoint } from "../lib/failpoints";
 import { USER_DATA_HARD_LIMIT_BYTES } from "../planner/config";
-import { DNS_LABEL, ORDER_LABEL } from "../planner/names";
+import { DNS_LABEL, isIgnitionPlaceholder, ORDER_LABEL } from "../planner/names";
 import { redact } from "../planner/redact";
 import type { ClusterOrder, DesiredBmi, ObservedBmi, WorkerPhase } from "../planner/types";
 import { formatCreateRejection } from "./createRejection";
@@ -199,6 +199,8 @@ export async function create(inputs: BareMetalInstanceInputs): Promise<pulumi.dy
       const bmi = await adoptById(c, inputs, inputs.adoptId);
       return { id: bmi.id, outs: outputsOf(inputs, bmi) };
     }
+    // Enforced here as well as in the program: a host booted from a placeholder would never register.
+    if (isIgnitionPlaceholder(inputs.userData)) throw new Error(`BareMetalInstance ${inputs.name} is not created: its userData is a placeholder, not the discovery ignition`);
     let image;
     try {
       image = await c.diskImages.get(inputs.diskImage);

@@ -55,9 +55,25 @@ describe("ClusterWorkers", () => {
     expect(component.workers.map((w) => w instanceof BareMetalWorker)).toEqual([true, true, true]);
   });
 
-  it("talks to the hub through the kubeconfig path, in the order's namespace, with server-side apply", async () => {
+  it("declares the workers of `later` only when asked, under the same component and names (a new order's BMIs, F18)", async () => {
+    const plan = twoPoolPlan();
+    const later = plan.workers.slice(1);
+    const { record, registered } = recorder();
+    const component = new ClusterWorkers("co-l", { ...args(plan), later: new Set(later.map((w) => w.slot)) }, { transformations: [record] });
+    await allRegistered(registered);
+    expect(component.workers.map((w) => w.bmi)).toHaveLength(1);
+    expect(registered.filter((r) => r.type === "baremetal-workers:index:BareMetalWorker").map((r) => r.name)).toEqual([plan.workers[0].slot]);
+    for (const w of later) component.declareWorker(w);
+    await allRegistered(registered);
+    const workers = registered.filter((r) => r.type === "baremetal-workers:index:BareMetalWorker");
+    expect(workers.map((r) => r.name)).toEqual(plan.workers.map((w) => w.slot));
+    expect(workers.every((r) => r.opts.parent === component)).toBe(true);
+  });
+
+  it("talks to the hub through the pulumi process's KUBECONFIG (no kubeconfig of its own), in the order's namespace, with server-side apply", async () => {
     await declare("co-b", twoPoolPlan());
-    expect(created.get("co-b-hub")!.inputs).toMatchObject({ kubeconfig: KUBECONFIG, namespace: NS, enableServerSideApply: "true" });
+    // "" and not the path: a kubeconfig given to the provider is copied, credentials included, into a temporary file at every run.
+    expect(created.get("co-b-hub")!.inputs).toMatchObject({ kubeconfig: "", namespace: NS, enableServerSideApply: "true" });
     // One cluster whatever kubeconfig reaches it: a kubeconfig change never replaces the InfraEnv or the NodePool patch.
     expect(created.get("co-b-hub")!.inputs).toMatchObject({ clusterIdentifier: "osac-hub" });
   });

@@ -4,7 +4,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import {
-  programEnv, programSettings, providerSettings, reconcilerSettings, settings, SettingsError, kubeTimeoutMs,
+  checkProviderKubeconfig, programEnv, programSettings, providerSettings, reconcilerSettings, settings, SettingsError, kubeTimeoutMs,
 } from "../../config/settings";
 import { loopSettings } from "../../config/loopSettings";
 import { defaultPlannerConfig } from "../../planner";
@@ -177,8 +177,10 @@ describe("programEnv", () => {
     const env = { ...base, BMW_KUBECONFIG: path.relative(process.cwd(), KUBECONFIG), BMW_REFRESH_INTERVAL_MS: "0", BMW_EMPTY: "", HOME: "/root" };
     const out = programEnv(programSettings(env), env);
     expect(out.BMW_KUBECONFIG).toBe(KUBECONFIG);
+    expect(out.KUBECONFIG).toBe(KUBECONFIG); // for the Kubernetes provider, which has no kubeconfig of its own
     expect(Object.keys(out).sort()).toEqual(["BMW_FULFILLMENT_ADDRESS", "BMW_FULFILLMENT_CA_FILE", "BMW_FULFILLMENT_TOKEN_FILE",
-      "BMW_IGNITION_CA_FILE", "BMW_KUBECONFIG", "BMW_REFRESH_INTERVAL_MS"]);
+      "BMW_IGNITION_CA_FILE", "BMW_KUBECONFIG", "BMW_REFRESH_INTERVAL_MS", "KUBECONFIG"]);
+    expect(() => checkProviderKubeconfig(programSettings(out), out)).not.toThrow();
     expect(Object.keys(out)).not.toContain("PULUMI_CONFIG_PASSPHRASE_FILE");
   });
 
@@ -215,5 +217,22 @@ describe("loopSettings", () => {
     [{ healthPort: 70_000 }, /^--health-port must be a port number/],
   ])("refuses %j", (flags, message) => {
     expect(() => loopSettings(flags)).toThrow(message);
+  });
+});
+
+describe("checkProviderKubeconfig", () => {
+  const other = path.join(path.dirname(KUBECONFIG), "other-kubeconfig");
+  it.each([
+    ["KUBECONFIG alone", { ...without("BMW_KUBECONFIG"), KUBECONFIG }],
+    ["both naming the same file, one of them relative", { ...base, KUBECONFIG: path.relative(process.cwd(), KUBECONFIG) }],
+  ])("accepts %s", (_name, env) => {
+    expect(() => checkProviderKubeconfig(programSettings(env), env)).not.toThrow();
+  });
+
+  it.each([
+    ["BMW_KUBECONFIG without KUBECONFIG", base, /KUBECONFIG \(unset\) must name the hub's kubeconfig/],
+    ["KUBECONFIG naming another file", { ...base, KUBECONFIG: other }, /KUBECONFIG \(.*other-kubeconfig\) must name/],
+  ])("refuses %s: the provider would reach another hub than the program observes", (_name, env, message) => {
+    expect(() => checkProviderKubeconfig(programSettings(env), env)).toThrow(message);
   });
 });

@@ -3,6 +3,7 @@
 // converged order it makes no fulfillment-service call at all; it observes for itself once the order
 // changed since, or without a handoff (an admin's preview); and the ignition reaches no file.
 import * as fs from "node:fs";
+import * as k8s from "@kubernetes/client-node";
 import * as os from "node:os";
 import * as path from "node:path";
 import { App } from "../../controller/app";
@@ -28,8 +29,10 @@ describe("the program handed the reconciler's observation", () => {
   beforeAll(async () => {
     t = await startTestLab("handoff");
     ref.namespace = await t.lab.createNamespace(`handoff-${Date.now().toString(36)}`);
+    // No worker at first: its first update creates only the InfraEnv (a new order's would create its BMIs too,
+    // from that InfraEnv's ignition, decisions F18), so the handed-off scale-up below creates from a fetched one.
     await t.lab.createSampleOrder({ namespace: ref.namespace, name: ref.name,
-      nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }] });
+      nodeRequests: [{ nodeSet: "compute", numberOfNodes: 0, instanceType: "compute" }] });
     app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST }, stateDir: t.stateDir }); // the handoff file is the process mode's
   });
 
@@ -91,11 +94,16 @@ describe("the program handed the reconciler's observation", () => {
   }
 
   it("creates exactly the BMIs the reconciler's plan named, fetching the ignition once, and writes no secret to the handoff", async () => {
-    await app.stacks.up(ref, { message: "desired compute=2; infraenv" }); // the InfraEnv
+    await app.stacks.up(ref, { message: "desired compute=0; infraenv" }); // the InfraEnv
     await eventuallyPasses(async () => {
       const ie = (await app.kube.listInfraEnvs(ref.namespace))[0];
       expect(ie?.status?.bootArtifacts?.discoveryIgnitionURL).toMatch(/^https:/);
     }, 30_000);
+    expect(await orderBmiNames()).toEqual([]);
+    await t.lab.kubeConfig().makeApiClient(k8s.CustomObjectsApi).patchNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1",
+      plural: "clusterorders", namespace: ref.namespace, name: ref.name,
+      body: { spec: { nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, bareMetal: { instanceType: "compute" } }] } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
     const obs = await observeOrder();
     expect(obs.snapshot.ignition?.ok).toBe(true);
     const content = obs.snapshot.ignition?.ok ? obs.snapshot.ignition.content : "";

@@ -7,7 +7,7 @@ import * as path from "node:path";
 import * as k8s from "@kubernetes/client-node";
 import { App } from "../../controller/app";
 import { reconcileOrder, refreshOffset } from "../../controller/reconcile";
-import { APPLIED_ANNOTATION, ORDER_LABEL } from "../../planner/names";
+import { APPLIED_ANNOTATION, IGNITION_OF_NEW_INFRAENV, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder } from "../../planner/types";
 import { Filter } from "../../clients/fulfillment";
 import { eventuallyPasses } from "../support/eventually";
@@ -51,23 +51,32 @@ describe("the program of one ClusterOrder's stack", () => {
     }
   }
 
-  it("creates the InfraEnv first, then the three BMIs once the ignition exists, and a repeat changes nothing", async () => {
+  it("creates the InfraEnv and, once it publishes its ignition, the three BMIs in one update (F18); a repeat creates nothing", async () => {
     const first = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; test" });
-    expect(first.changes.create).toBeGreaterThanOrEqual(1); // the InfraEnv (and NodePool patches)
-    // The lab's assisted-service sets the ignition URL on the InfraEnv.
-    await eventuallyPasses(async () => {
-      const ie = (await app.kube.listInfraEnvs(ref.namespace))[0];
-      expect(ie?.status?.bootArtifacts?.discoveryIgnitionURL).toMatch(/^https:/);
-    }, 30_000);
-    const second = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; test" });
     const bmis = await orderBmis();
     expect(bmis).toHaveLength(3);
     expect(new Set(bmis.map((b) => b.metadata?.name)).size).toBe(3);
-    expect(second.changes.create).toBeGreaterThanOrEqual(3);
+    expect(first.changes.create).toBeGreaterThanOrEqual(4); // the InfraEnv and the three BMIs (and components, NodePool patches)
+    expect((await app.kube.listInfraEnvs(ref.namespace))[0]?.status?.bootArtifacts?.discoveryIgnitionURL).toMatch(/^https:/);
     // The fence recorded each slot as Attempted before its Create.
     const order = (await app.kube.getClusterOrder(ref.namespace, ref.name)) as ClusterOrder;
     expect(order.status?.workers).toHaveLength(3);
     expect(order.status?.workers?.every((w) => w.bmiCreateState === "Attempted")).toBe(true);
+    // Each BMI boots from the ignition the new InfraEnv published, never from the planner's placeholder.
+    const f = t.lab.fulfillmentClient();
+    try {
+      for (const b of bmis) {
+        const userData = (await f.bareMetalInstances.get(b.id!)).spec?.user_data ?? "";
+        expect(userData).not.toBe(IGNITION_OF_NEW_INFRAENV);
+        expect(JSON.parse(userData)).toHaveProperty("ignition");
+      }
+    } finally {
+      f.close();
+    }
+    const again = await app.stacks.up(ref, { message: "desired compute=2,gpu=1; test" });
+    expect(again.changes.create ?? 0).toBe(0);
+    expect(again.changes.delete ?? 0).toBe(0);
+    expect(await orderBmis()).toHaveLength(3);
   });
 
   it("reaches Ready through reconciles, after which an up changes nothing", async () => {
@@ -196,7 +205,10 @@ describe("the program of one ClusterOrder's stack", () => {
   it("is the same stack an admin previews with plain `pulumi preview`, which refreshes first and shows the same steps", async () => {
     const { execFile } = await import("node:child_process");
     // PULUMI_DEBUG_COMMANDS only makes the engine's --event-log flag available, for the comparison.
-    const env = { ...process.env, ...app.stacks.pulumiEnvironment(), PULUMI_DEBUG_COMMANDS: "true" };
+    // A temporary directory of its own: the Kubernetes provider used to leave a copy of its kubeconfig, credentials
+    // included, in the CLI's TMPDIR at every run; with no kubeconfig of its own (it reads KUBECONFIG) it writes none.
+    const adminTmp = fs.mkdtempSync(path.join(os.tmpdir(), "bmw-admin-tmp-"));
+    const env = { ...process.env, ...app.stacks.pulumiEnvironment(), PULUMI_DEBUG_COMMANDS: "true", TMPDIR: adminTmp };
     const eventLog = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "bmw-admin-preview-")), "events.jsonl");
     // No --refresh: the project (Pulumi.yaml `options.refresh: always`) makes a plain preview refresh.
     const out = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -215,6 +227,8 @@ describe("the program of one ClusterOrder's stack", () => {
     const ours = await app.preview(ref);
     expect(describeStepDifference(stepDifference(admin.steps, ours.steps))).toBe("the same steps");
     expect(admin.outputs.fingerprint).toBe(ours.outputs.fingerprint);
+    expect(fs.readdirSync(adminTmp).filter((f) => f.startsWith("kubeconfig"))).toEqual([]);
+    fs.rmSync(adminTmp, { recursive: true, force: true });
   });
 
   it("status reports during an update leave the program's fence alone: a scale-up creates its BMI in one update", async () => {

@@ -1,7 +1,7 @@
 // Create gates and input validation (OSAC-2135 §2 steps 2–6, §11.2–4): creates are blocked with a
 // condition that says exactly what is wrong; existing workers are never deleted because of bad input.
 import { plan } from "../../planner";
-import { ORDER_LABEL } from "../../planner/names";
+import { IGNITION_OF_NEW_INFRAENV, ORDER_LABEL } from "../../planner/names";
 import {
   bmiFor, bmRequest, boundAgent, conditionOf, entry, iso, MIN, ORDER, planOf, reasons, SEC, snap, SnapOptions, statusOf,
 } from "./builders";
@@ -24,6 +24,41 @@ function expectNoCreatesAndNothingDeleted(o: SnapOptions): ReturnType<typeof pla
   expect(p.status.workers.map((w) => w.name)).toEqual(["a", "b"]);
   return p;
 }
+
+describe("a new order: its InfraEnv and its BMIs in one update (decisions F18)", () => {
+  const newOrder: SnapOptions = { nodeRequests: [bmRequest("compute", 2)], infraEnv: undefined, recordedInfraEnvUid: undefined, ignition: undefined };
+
+  test("the BMIs are planned with the placeholder of the ignition the update fetches, and fenced", () => {
+    const p = planOf(newOrder);
+    expect(p.infraEnv?.name).toBe(`${ORDER}-infraenv`);
+    expect(p.workers).toHaveLength(2);
+    expect(p.workers.every((w) => w.requiresFence && !w.bmi.adoptId && w.bmi.userData === IGNITION_OF_NEW_INFRAENV)).toBe(true);
+    expect(p.fence.map((w) => w.name).sort()).toEqual(p.workers.map((w) => w.slot).sort());
+    const ready = conditionOf(p, "InfraEnvReady");
+    expect(ready).toMatchObject({ status: "False", reason: "InfraEnvNotFound" });
+    expect(ready?.message).toContain("creates it and, once it publishes its discovery ignition, the workers");
+    expect(reasons(p)).toContain("InfraEnvCreated");
+    expect(reasons(p)).not.toContain("DiscoveryIgnitionSizeWarning");
+    expect(p.requeueAt).toBe(iso(30 * SEC));
+  });
+
+  test("not for an order whose InfraEnv was recorded (deleted since): no creates until the new one is observed", () => {
+    const p = planOf({ ...newOrder, recordedInfraEnvUid: "ie-1" });
+    expect(p.workers).toEqual([]);
+    expect(p.fence).toEqual([]);
+  });
+
+  test("not for an order that has workers: they keep the ignition rules of their InfraEnv", () => {
+    const p = expectNoCreatesAndNothingDeleted({ infraEnv: undefined, recordedInfraEnvUid: undefined, ignition: undefined });
+    expect(p.workers.every((w) => w.bmi.userData !== IGNITION_OF_NEW_INFRAENV)).toBe(true);
+  });
+
+  test("the other gates still hold: without the ClusterDeployment nothing is planned", () => {
+    const p = planOf({ ...newOrder, clusterDeployment: undefined });
+    expect(p.workers).toEqual([]);
+    expect(conditionOf(p, "ClusterNotReady")).toMatchObject({ status: "True" });
+  });
+});
 
 describe("ignition gate (§11.2, §11.3)", () => {
   test("no InfraEnv yet: it is declared, InfraEnvCreated, InfraEnvReady=False, no creates", () => {

@@ -2,7 +2,7 @@
 // object's methods are called directly, through the same run-time loader the provider host uses.
 import * as pulumi from "@pulumi/pulumi";
 import { Filter, FulfillmentClient } from "../../clients/fulfillment";
-import { ORDER_LABEL } from "../../planner/names";
+import { IGNITION_OF_NEW_INFRAENV, ORDER_LABEL, WITHHELD_IGNITION } from "../../planner/names";
 import { bareMetalInstanceProvider as provider } from "../../providers/bareMetalInstance";
 import type { BareMetalInstanceInputs, BareMetalInstanceOutputs } from "../../providers/bareMetalInstance";
 import type { RunningSimulator } from "../../lab/fulfillment/server";
@@ -166,6 +166,17 @@ describe("create", () => {
     await expect(provider.create(inputs("w-dying"))).rejects.toThrow(/being deleted/);
     await expect(provider.create(inputs("w-dying", { adoptId: made.id }))).rejects.toThrow(/being deleted/);
     expect(await bmisNamed("w-dying")).toHaveLength(1);
+  });
+
+  it("never creates a BMI whose userData is a placeholder (the planner's or the handoff's), and adopts with one", async () => {
+    for (const [i, userData] of [IGNITION_OF_NEW_INFRAENV, WITHHELD_IGNITION].entries()) {
+      await expect(provider.create(inputs(`w-placeholder-${i}`, { userData }))).rejects.toThrow(/its userData is a placeholder, not the discovery ignition/);
+      expect(await bmisNamed(`w-placeholder-${i}`)).toHaveLength(0);
+    }
+    // An adopted BMI's userData is create-only and never sent: the handoff's stand-in is fine there.
+    const made = await create(inputs("w-placeholder-adopt"));
+    expect((await create(inputs("w-placeholder-adopt", { adoptId: made.id, userData: WITHHELD_IGNITION }))).id).toBe(made.id);
+    await cleanup(made.id);
   });
 
   it("fails clearly for a DiskImage that does not exist", async () => {

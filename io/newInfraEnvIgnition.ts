@@ -1,0 +1,54 @@
+// The discovery ignition of the InfraEnv a new order's first update creates (decisions F18). The program
+// waits for it inside that update, before the fence and any Create, so the BMIs come in the same update
+// as their InfraEnv. It is fetched and bounded as the observation fetches it (clients/ignition.ts); when
+// it is not there in time, the update fails before anything but the InfraEnv and the NodePool patches
+// exists, and the next reconcile goes through the ignition gate as for any order.
+import type { HubReader } from "../clients/kube";
+import type { ClusterOrder, IgnitionFetch } from "../planner/types";
+import { ownedInfraEnv } from "./observe";
+
+export interface NewInfraEnvIgnitionDeps {
+  kube: Pick<HubReader, "listInfraEnvs">;
+  loadIgnition: (url: string) => Promise<IgnitionFetch>;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+export interface NewInfraEnvIgnitionOptions {
+  infraEnvName: string;
+  /** How long the InfraEnv has to publish a fetchable ignition. */
+  timeoutMs: number;
+  pollMs: number;
+  maxBytes: number;
+}
+
+/** Thrown when the InfraEnv has no usable ignition in time; the message says why, never the content. */
+export class IgnitionNotReadyError extends Error {
+  override name = "IgnitionNotReadyError";
+}
+
+const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The ignition content of the order's InfraEnv, once it publishes one that fetches and fits. */
+export async function newInfraEnvIgnition(deps: NewInfraEnvIgnitionDeps, order: ClusterOrder, o: NewInfraEnvIgnitionOptions): Promise<string> {
+  const now = deps.now ?? Date.now;
+  const sleep = deps.sleep ?? sleepFor;
+  const deadline = now() + o.timeoutMs;
+  const within = `within ${Math.round(o.timeoutMs / 1000)}s; no BareMetalInstance was created, the next update creates them`;
+  let last = `InfraEnv ${o.infraEnvName} does not exist`;
+  for (;;) {
+    const owned = ownedInfraEnv(await deps.kube.listInfraEnvs(order.metadata.namespace), order);
+    if (owned?.ignitionUrl) {
+      const ign = await deps.loadIgnition(owned.ignitionUrl);
+      if (ign.ok && ign.bytes <= o.maxBytes) return ign.content;
+      // A size over the limit will not change for this InfraEnv: no point in waiting.
+      if (ign.ok) throw new IgnitionNotReadyError(`the discovery ignition of InfraEnv ${o.infraEnvName} is ${ign.bytes} bytes, more than ` +
+        `the ${o.maxBytes}-byte BareMetalInstance user_data limit; no BareMetalInstance was created`);
+      last = `fetching the discovery ignition of InfraEnv ${o.infraEnvName} failed (${ign.reason}): ${ign.message}`;
+    } else if (owned) {
+      last = `InfraEnv ${o.infraEnvName} has no discovery ignition URL (status.bootArtifacts.discoveryIgnitionURL)`;
+    }
+    if (now() + o.pollMs > deadline) throw new IgnitionNotReadyError(`${last} ${within}`);
+    await sleep(o.pollMs);
+  }
+}
