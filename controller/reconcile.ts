@@ -226,7 +226,7 @@ async function runUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, o
   observation: Observation | undefined): Promise<UpResult> {
   const { snapshot, plan } = observed;
   failpoint("reconcile.beforeUp"); // fault suite: killed after planning, before `up`
-  const progress = progressReports(deps, ref, mem);
+  const progress = progressReports(deps, ref, mem, plan.fence.map((w) => w.name));
   let up: UpResult;
   try {
     // The counts this update applies (a pin's, if any): rollback restores them from this message.

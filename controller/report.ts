@@ -162,7 +162,7 @@ export function observeDurations(deps: Pick<ReconcileDeps, "durations">, mem: Or
  * the world was before it began. This reports the observed state every `progressReportMs` until stop(),
  * which also waits for a report in flight so it never lands after the final one.
  */
-export function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory): { stop(): Promise<void> } {
+export function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, awaitingFence: readonly string[] = []): { stop(): Promise<void> } {
   const every = deps.progressReportMs ?? 0;
   if (every <= 0) return { stop: async () => undefined };
   let stopped = false;
@@ -173,8 +173,11 @@ export function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMe
       try {
         const now = await observeAndPlan(deps, ref, mem, { countErrors: false });
         // While new slots still await the program's fence, a status write (it changes the resourceVersion)
-        // would make that conditional fence fail, and the new workers wait for the next update.
-        if (!stopped && now.plan.fence.length === 0) await report(deps, mem, now);
+        // would make that conditional fence fail, and the new workers wait for the next update. The slots
+        // the update was planned with count too: a new order's plan has none once its InfraEnv exists, but
+        // its program fences them only after that InfraEnv's ignition came (decisions F18).
+        const recorded = new Set((now.snapshot.order.status?.workers ?? []).map((w) => w.name));
+        if (!stopped && now.plan.fence.length === 0 && awaitingFence.every((slot) => recorded.has(slot))) await report(deps, mem, now);
       } catch (err) {
         // A conflict means the order changed since this observation (e.g. the program's fence): the next
         // report observes again; writing this one would undo that change.

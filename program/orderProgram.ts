@@ -81,6 +81,8 @@ function refuseUnsafePlan(snapshot: Snapshot, plan: Plan, fulfillmentError: stri
 }
 
 interface StackDeclaration {
+  /** The program's settings as environment variables (inline: not this process's environment). */
+  env: NodeJS.ProcessEnv;
   ref: OrderRef;
   kube: Kube;
   snapshot: Snapshot;
@@ -91,7 +93,7 @@ interface StackDeclaration {
 }
 
 /** Fences new BMIs and declares the stack's resources; returns the workers declared. */
-async function declareStack({ ref, kube, snapshot, plan, settings, plannerConfig, loadIgnition }: StackDeclaration): Promise<Plan["workers"]> {
+async function declareStack({ env, ref, kube, snapshot, plan, settings, plannerConfig, loadIgnition }: StackDeclaration): Promise<Plan["workers"]> {
   const update = !pulumi.runtime.isDryRun();
   // A new order's BMIs wait, inside this update, for the ignition of the InfraEnv it creates (F18); a
   // preview declares them as they are: it creates nothing, and the BMI provider never sends the placeholder.
@@ -99,7 +101,7 @@ async function declareStack({ ref, kube, snapshot, plan, settings, plannerConfig
   let workers = plan.workers;
   const fence = async () => {
     try {
-      await failpointDelay("program.beforeFence"); // tests: hold the window between observation and fence open
+      await failpointDelay("program.beforeFence", env); // tests: hold the window between observation and fence open
       // Persist "Attempted" before any Create can reach the service (conditional on resourceVersion).
       await writeFence(kube, snapshot.order, plan);
       failpoint("program.afterFence"); // fault suite: killed after the fence, before any Create
@@ -158,7 +160,7 @@ async function runOrderProgram({ env, handoff, clients }: OrderProgramInput): Pr
       preview: pulumi.runtime.isDryRun(),
     }, ref, handoff, pin);
     refuseUnsafePlan(snapshot, plan, fulfillmentError);
-    const workers = await declareStack({ ref, kube, snapshot, plan, settings, plannerConfig, loadIgnition });
+    const workers = await declareStack({ env, ref, kube, snapshot, plan, settings, plannerConfig, loadIgnition });
     return programOutputs(ref, plan, workers);
   } finally {
     if (!clients) fulfillment.close();

@@ -253,14 +253,16 @@ beforeAll(async () => {
 
   // Deleted while the `up` that creates its BMIs runs: the finalizer removes everything, then the order goes.
   start("deleted", async () => {
-    const c = await newCase("deleted", [{ nodeSet: "compute", numberOfNodes: 2, instanceType: "compute" }]);
+    // The first update makes the InfraEnv and one worker (decisions F18); the scale-up to 3 is the update raced.
+    const c = await newCase("deleted", compute1);
     allowedBmis.set(c.uid, 0);
     await reconcile(c.ref);
     await ignitionPublished(c);
+    await hub.patchOrder(c.ref.namespace, c.ref.name, [{ op: "replace", path: "/spec/nodeRequests/0/numberOfNodes", value: 3 }]);
     const creating = reconcile(c.ref);
     creating.catch(() => undefined);
     // The fence (Attempted entries) is written just before the BMIs are created: delete then.
-    await eventually(async () => ((await order(c)).status?.workers?.length === 2 ? true : undefined), 240_000, 50);
+    await eventually(async () => ((await order(c)).status?.workers?.length === 3 ? true : undefined), 240_000, 50);
     await hub.deleteOrder(c.ref.namespace, c.ref.name);
     const during = await creating.then((r) => r.action, (e: unknown) => `error: ${String(e)}`);
     const actions: string[] = [];

@@ -6,11 +6,13 @@ import { App } from "../../controller/app";
 import { observe, type Observation } from "../../io/observe";
 import { reconcileOrder, type ReconcileDeps, type StackRunner, type UpResult } from "../../controller/reconcile";
 import { writeFence } from "../../io/status";
+import { newInfraEnvIgnition } from "../../io/newInfraEnvIgnition";
+import { fetchIgnition } from "../../clients/ignition";
 import { PulumiCommandError } from "../../stack/pulumiProcess";
 import { Filter } from "../../clients/fulfillment";
 import { ConflictError, type Kube } from "../../clients/kube";
 import { fingerprint, plan } from "../../planner";
-import { APPLIED_ANNOTATION, FINALIZER, ORDER_LABEL } from "../../planner/names";
+import { APPLIED_ANNOTATION, FINALIZER, IGNITION_OF_NEW_INFRAENV, ORDER_LABEL } from "../../planner/names";
 import type { ClusterOrder, DesiredInfraEnv } from "../../planner/types";
 import { create } from "../../providers/bareMetalInstanceOps";
 import { eventuallyPasses } from "../support/eventually";
@@ -66,6 +68,11 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
     if (snapshot.bmis === undefined) throw new Error("error: the fulfillment-service could not be read");
     const p = plan(snapshot);
     if (p.infraEnv) await ensureInfraEnv(p.infraEnv);
+    // A new order's BMIs take the ignition of the InfraEnv just made, fetched before the fence (decisions F18).
+    const later = p.workers.filter((w) => !w.bmi.adoptId && w.bmi.userData === IGNITION_OF_NEW_INFRAENV);
+    const ignition = later.length === 0 ? undefined : await newInfraEnvIgnition({ kube: app.kube,
+      loadIgnition: (url) => fetchIgnition(url, { caFile: app.settings.ignitionCaFile, maxBytes: app.config.ignitionMaxBytes }) },
+    snapshot.order, { infraEnvName: p.infraEnv!.name, timeoutMs: 60_000, pollMs: 250, maxBytes: app.config.ignitionMaxBytes });
     let workers = p.workers;
     if (p.fence.length > 0) {
       try {
@@ -79,7 +86,7 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
     for (const w of workers) {
       if (!w.bmi.adoptId && !snapshot.bmis.some((b) => b.name === w.bmi.name)) createsSent.push(w.bmi.name);
       try {
-        await create({ ...w.bmi, connection: app.settings.fulfillment });
+        await create({ ...w.bmi, ...(later.includes(w) ? { userData: ignition! } : {}), connection: app.settings.fulfillment });
       } catch (err) {
         errors.push(`    error: ${(err as Error).message}`);
       }

@@ -29,10 +29,10 @@ describe("the program handed the reconciler's observation", () => {
   beforeAll(async () => {
     t = await startTestLab("handoff");
     ref.namespace = await t.lab.createNamespace(`handoff-${Date.now().toString(36)}`);
-    // No worker at first: its first update creates only the InfraEnv (a new order's would create its BMIs too,
-    // from that InfraEnv's ignition, decisions F18), so the handed-off scale-up below creates from a fetched one.
+    // One worker at first: its first update creates the InfraEnv and that worker (decisions F18), so the
+    // handed-off scale-up below creates from the ignition of an InfraEnv that exists.
     await t.lab.createSampleOrder({ namespace: ref.namespace, name: ref.name,
-      nodeRequests: [{ nodeSet: "compute", numberOfNodes: 0, instanceType: "compute" }] });
+      nodeRequests: [{ nodeSet: "compute", numberOfNodes: 1, instanceType: "compute" }] });
     app = new App({ env: { ...t.env, ...PROGRAM_PROCESS_IN_JEST }, stateDir: t.stateDir }); // the handoff file is the process mode's
   });
 
@@ -94,12 +94,13 @@ describe("the program handed the reconciler's observation", () => {
   }
 
   it("creates exactly the BMIs the reconciler's plan named, fetching the ignition once, and writes no secret to the handoff", async () => {
-    await app.stacks.up(ref, { message: "desired compute=0; infraenv" }); // the InfraEnv
+    await app.stacks.up(ref, { message: "desired compute=1; infraenv" }); // the InfraEnv and the first worker
     await eventuallyPasses(async () => {
       const ie = (await app.kube.listInfraEnvs(ref.namespace))[0];
       expect(ie?.status?.bootArtifacts?.discoveryIgnitionURL).toMatch(/^https:/);
     }, 30_000);
-    expect(await orderBmiNames()).toEqual([]);
+    const first = await orderBmiNames();
+    expect(first).toHaveLength(1);
     await t.lab.kubeConfig().makeApiClient(k8s.CustomObjectsApi).patchNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1",
       plural: "clusterorders", namespace: ref.namespace, name: ref.name,
       body: { spec: { nodeRequests: [{ nodeSet: "compute", numberOfNodes: 2, bareMetal: { instanceType: "compute" } }] } } },
@@ -111,14 +112,14 @@ describe("the program handed the reconciler's observation", () => {
     secrets.apiKey = new URL(obs.snapshot.infraEnv!.ignitionUrl!).searchParams.get("api_key")!;
     expect(secrets.ignition.length * secrets.apiKey.length).toBeGreaterThan(0);
     const planned = planPass(obs.snapshot, obs.nameSeed, undefined);
-    expect(planned.fence).toHaveLength(2);
+    expect(planned.fence).toHaveLength(1);
     const served = await ignitionsServed();
 
     const { r, output, files } = await upWith(obs, "desired compute=2; handoff");
 
     expect(output).not.toMatch(/observing (it|the order) again/);
     expect(r.outputs.fingerprint).toBe(fingerprint(planned));
-    expect(await orderBmiNames()).toEqual(planned.fence.map((f) => f.bareMetalInstance!.name).sort());
+    expect(await orderBmiNames()).toEqual([...first, ...planned.fence.map((f) => f.bareMetalInstance!.name)].sort());
     expect(await ignitionsServed()).toBe(served + 1);
     expect(files).toHaveLength(1);
     expect({ mode: files[0].mode, dirMode: files[0].dirMode }).toEqual({ mode: 0o600, dirMode: 0o700 });
