@@ -13,11 +13,13 @@ const MiB = 2 ** 20;
   type Figures = { inUseBytes: number; mmappedBytes: number; anonymous: number };
   const r = JSON.parse(out.trim().split("\n").pop() ?? "{}") as { glibc: boolean; before: Figures; filled: Figures; freed: Figures };
   expect(r.glibc).toBe(true);
-  // 144 MiB allocated and touched: 64 MiB in 64-KiB blocks, 80 MiB in two mmapped blocks.
-  expect(r.filled.inUseBytes - r.before.inUseBytes).toBeGreaterThanOrEqual(144 * MiB);
+  // 144 MiB allocated and touched: 64 MiB in 64-KiB blocks, 80 MiB in two mmapped blocks. Node's own threads
+  // (GC, compiler) malloc and free beside it: CI once saw 0.4 MiB fewer in use, so 4 MiB of slack.
+  const slack = 4 * MiB;
+  expect(r.filled.inUseBytes - r.before.inUseBytes).toBeGreaterThanOrEqual(144 * MiB - slack);
   expect(r.filled.mmappedBytes - r.before.mmappedBytes).toBeGreaterThanOrEqual(80 * MiB);
   expect(r.filled.anonymous - r.before.anonymous).toBeGreaterThanOrEqual(128 * MiB);
-  expect(r.filled.inUseBytes - r.freed.inUseBytes).toBeGreaterThanOrEqual(144 * MiB);
+  expect(r.filled.inUseBytes - r.freed.inUseBytes).toBeGreaterThanOrEqual(144 * MiB - slack);
   expect(r.freed.mmappedBytes).toBeLessThanOrEqual(r.before.mmappedBytes + MiB);
 });
 
