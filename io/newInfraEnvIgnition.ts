@@ -27,6 +27,9 @@ export class IgnitionNotReadyError extends Error {
   override name = "IgnitionNotReadyError";
 }
 
+/** Fetch failures that another try at the same URL cannot mend. */
+const DEFINITIVE: ReadonlySet<string> = new Set(["TooLarge", "NotHttps", "Redirect"]);
+
 const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The ignition content of the order's InfraEnv, once it publishes one that fetches and fits. */
@@ -41,10 +44,11 @@ export async function newInfraEnvIgnition(deps: NewInfraEnvIgnitionDeps, order: 
     if (owned?.ignitionUrl) {
       const ign = await deps.loadIgnition(owned.ignitionUrl);
       if (ign.ok && ign.bytes <= o.maxBytes) return ign.content;
-      // A size over the limit will not change for this InfraEnv: no point in waiting.
+      // A size over the limit, or an URL the fetch refuses, will not change for this InfraEnv: no point in waiting.
       if (ign.ok) throw new IgnitionNotReadyError(`the discovery ignition of InfraEnv ${o.infraEnvName} is ${ign.bytes} bytes, more than ` +
         `the ${o.maxBytes}-byte BareMetalInstance user_data limit; no BareMetalInstance was created`);
       last = `fetching the discovery ignition of InfraEnv ${o.infraEnvName} failed (${ign.reason}): ${ign.message}`;
+      if (DEFINITIVE.has(ign.reason)) throw new IgnitionNotReadyError(`${last}; no BareMetalInstance was created`);
     } else if (owned) {
       last = `InfraEnv ${o.infraEnvName} has no discovery ignition URL (status.bootArtifacts.discoveryIgnitionURL)`;
     }

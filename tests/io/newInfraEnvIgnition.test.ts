@@ -70,6 +70,18 @@ describe("newInfraEnvIgnition", () => {
     await expect(newInfraEnvIgnition(failing.deps, order, options)).rejects.toThrow(/failed \(HttpError\): HTTP 503 from assisted-service within 10s/);
   });
 
+  it.each([
+    ["TooLarge", "the discovery ignition at https://assisted.example/ign exceeds 65536 bytes (read 65537 before stopping)"],
+    ["NotHttps", "refusing to fetch the discovery ignition over http: HTTPS only"],
+    ["Redirect", "GET https://assisted.example/ign answered 302 (redirect); redirects are not followed"],
+  ] as const)("gives up at once on a fetch refused as %s: another try at the same URL cannot mend it", async (reason, message) => {
+    const w = world({ fetches: [{ ok: false, reason, message }] });
+    await expect(newInfraEnvIgnition(w.deps, order, options)).rejects.toThrow(
+      `fetching the discovery ignition of InfraEnv co-infraenv failed (${reason}): ${message}; no BareMetalInstance was created`);
+    expect(w.fetched).toHaveLength(1);
+    expect(w.clock()).toBe(0);
+  });
+
   it("refuses an ignition over the user_data limit at once, without its content in the message", async () => {
     const big = "x".repeat(70_000);
     const w = world({ fetches: [{ ok: true, content: big, bytes: 70_000 }] });
