@@ -5,6 +5,7 @@
 // exists, and the next reconcile goes through the ignition gate as for any order.
 import type { HubReader } from "../clients/kube";
 import type { ClusterOrder, IgnitionFetch } from "../planner/types";
+import { retry, systemClock } from "../clients/retry";
 import { ownedInfraEnv } from "./observe";
 
 export interface NewInfraEnvIgnitionDeps {
@@ -30,29 +31,31 @@ export class IgnitionNotReadyError extends Error {
 /** Fetch failures that another try at the same URL cannot mend. */
 const DEFINITIVE: ReadonlySet<string> = new Set(["TooLarge", "NotHttps", "Redirect"]);
 
-const sleepFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Not there yet: another poll may find it. */
+class NotYet extends Error {}
 
 /** The ignition content of the order's InfraEnv, once it publishes one that fetches and fits. */
 export async function newInfraEnvIgnition(deps: NewInfraEnvIgnitionDeps, order: ClusterOrder, o: NewInfraEnvIgnitionOptions): Promise<string> {
-  const now = deps.now ?? Date.now;
-  const sleep = deps.sleep ?? sleepFor;
-  const deadline = now() + o.timeoutMs;
+  const clock = { ...systemClock, ...(deps.now ? { now: deps.now } : {}), ...(deps.sleep ? { sleep: deps.sleep } : {}), random: () => 0 };
   const within = `within ${Math.round(o.timeoutMs / 1000)}s; no BareMetalInstance was created, the next update creates them`;
-  let last = `InfraEnv ${o.infraEnvName} does not exist`;
-  for (;;) {
+  const attempt = async (): Promise<string> => {
     const owned = ownedInfraEnv(await deps.kube.listInfraEnvs(order.metadata.namespace), order);
-    if (owned?.ignitionUrl) {
-      const ign = await deps.loadIgnition(owned.ignitionUrl);
-      if (ign.ok && ign.bytes <= o.maxBytes) return ign.content;
-      // A size over the limit, or an URL the fetch refuses, will not change for this InfraEnv: no point in waiting.
-      if (ign.ok) throw new IgnitionNotReadyError(`the discovery ignition of InfraEnv ${o.infraEnvName} is ${ign.bytes} bytes, more than ` +
-        `the ${o.maxBytes}-byte BareMetalInstance user_data limit; no BareMetalInstance was created`);
-      last = `fetching the discovery ignition of InfraEnv ${o.infraEnvName} failed (${ign.reason}): ${ign.message}`;
-      if (DEFINITIVE.has(ign.reason)) throw new IgnitionNotReadyError(`${last}; no BareMetalInstance was created`);
-    } else if (owned) {
-      last = `InfraEnv ${o.infraEnvName} has no discovery ignition URL (status.bootArtifacts.discoveryIgnitionURL)`;
-    }
-    if (now() + o.pollMs > deadline) throw new IgnitionNotReadyError(`${last} ${within}`);
-    await sleep(o.pollMs);
+    if (!owned) throw new NotYet(`InfraEnv ${o.infraEnvName} does not exist`);
+    if (!owned.ignitionUrl) throw new NotYet(`InfraEnv ${o.infraEnvName} has no discovery ignition URL (status.bootArtifacts.discoveryIgnitionURL)`);
+    const ign = await deps.loadIgnition(owned.ignitionUrl);
+    if (ign.ok && ign.bytes <= o.maxBytes) return ign.content;
+    // A size over the limit, or an URL the fetch refuses, will not change for this InfraEnv: no point in waiting.
+    if (ign.ok) throw new IgnitionNotReadyError(`the discovery ignition of InfraEnv ${o.infraEnvName} is ${ign.bytes} bytes, more than ` +
+      `the ${o.maxBytes}-byte BareMetalInstance user_data limit; no BareMetalInstance was created`);
+    const failed = `fetching the discovery ignition of InfraEnv ${o.infraEnvName} failed (${ign.reason}): ${ign.message}`;
+    if (DEFINITIVE.has(ign.reason)) throw new IgnitionNotReadyError(`${failed}; no BareMetalInstance was created`);
+    throw new NotYet(failed);
+  };
+  try {
+    // A fixed interval (no growth, no jitter) until the deadline: the InfraEnv publishes within seconds.
+    return await retry(attempt, { clock, retryable: (err) => err instanceof NotYet, policy: {
+      maxAttempts: Number.MAX_SAFE_INTEGER, initialDelayMs: o.pollMs, maxDelayMs: o.pollMs, multiplier: 1, jitter: 0, overallDeadlineMs: o.timeoutMs } });
+  } catch (err) {
+    throw err instanceof NotYet ? new IgnitionNotReadyError(`${err.message} ${within}`) : err;
   }
 }
