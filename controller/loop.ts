@@ -2,8 +2,9 @@
 // a bounded number of orders are reconciled at once and never the same order twice at a time (its stack
 // has one runner). Requeue times from the planner (backoff expiry, timeouts, polls) are honoured; an
 // order whose reconciles keep failing is retried with exponential backoff, so that it cannot hold a
-// pulumi slot for ever.
+// pulumi slot for ever. One that met a newer version of its order (409) is no failure: it is read again soon.
 import { KubeError, type HubApi } from "../clients/kube";
+import { isConflict } from "../clients/kube/errors";
 import { INFRAENV_AGENT_LABEL, infraEnvName, NODEPOOL_ORDER_LABEL, ORDER_LABEL } from "../planner/names";
 import { isNotLeaderError } from "../lib/notLeader";
 import type { OrderRef } from "../io/observe";
@@ -25,6 +26,8 @@ export interface LoopOptions {
   errorRequeueMs?: number;
   /** Longest delay after consecutive failures. Default 5 min. */
   maxErrorRequeueMs?: number;
+  /** Delay after a reconcile that met a newer version of its order (409); doubled for each further one in a row. Default 1 s. */
+  conflictRequeueMs?: number;
   /** Whether this replica may act (leader election); the loop idles while false. */
   isLeader?: () => boolean;
   /**
@@ -82,6 +85,13 @@ export class ReconcileLoop {
    * writes and Agent heartbeats cannot, and a retried edit that fails again does not open a new bypass.
    */
   private readonly backoff = new Map<string, { failures: number; delayMs: number; until: number; editRetryAt?: number }>();
+  /**
+   * Conflicts in a row per order. A write conditional on the version read that meets a newer one (the order's
+   * creator writing its status just after creating it, a user's edit) is no failure of the order: it is read
+   * again soon, without the failure backoff. Their own doubling keeps a peer that writes without pause from
+   * making this a busy loop.
+   */
+  private readonly conflicts = new Map<string, number>();
   /** metadata.generation of each ClusterOrder seen (a spec edit changes it, a status write does not). */
   private readonly generations = new Map<string, number>();
   private readonly uidToKey = new Map<string, string>();
@@ -337,6 +347,7 @@ export class ReconcileLoop {
       const result = settled ?? await this.opts.reconcile(ref);
       if (result.action === "gone" || result.action === "deleted") this.opts.settled?.forget(ref, { stored: true });
       this.backoff.delete(k);
+      this.conflicts.delete(k);
       this.opts.onResult?.(ref, result, Date.now() - started);
       if (result.requeueAt) this.enqueue(ref, Math.max(result.requeueAt.getTime(), Date.now() + 1_000), { keepSettled: true });
     } catch (err) {
@@ -347,6 +358,12 @@ export class ReconcileLoop {
         // order of another replica's shard is left to it (a later tick finds it again if its shard comes here).
         this.opts.log("info", `reconcile of ${k} stopped: not the leader`);
         if (this.opts.ownership?.ownsRef(ref) !== false) this.enqueue(ref, Date.now() + 1_000);
+      } else if (isConflict(e)) {
+        const conflicts = (this.conflicts.get(k) ?? 0) + 1;
+        this.conflicts.set(k, conflicts);
+        const delay = Math.min((this.opts.conflictRequeueMs ?? 1_000) * 2 ** Math.min(conflicts - 1, 30), this.opts.maxErrorRequeueMs ?? 300_000);
+        this.opts.log("info", `reconcile of ${k} met a newer version of the order; it is read again`, { error: loggableError(e).error, conflicts, retryInMs: delay });
+        this.enqueue(ref, Date.now() + delay);
       } else {
         const before = this.backoff.get(k);
         const failures = (before?.failures ?? 0) + 1;

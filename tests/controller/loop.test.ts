@@ -1,6 +1,6 @@
 // The loop's scheduling rules, with a fake hub: debounce, one runner per order, the concurrency bound,
 // requeue times, error requeue, leader gating and watch-driven enqueue.
-import type { Kube } from "../../clients/kube";
+import { ConflictError, type Kube } from "../../clients/kube";
 import type { OrderRef } from "../../io/observe";
 import { NotLeaderError } from "../../lib/notLeader";
 import { ReconcileLoop } from "../../controller/loop";
@@ -249,6 +249,38 @@ describe("ReconcileLoop", () => {
     // two refusals, each requeued after ~1 s; then failures back off from the first delay (300, 600)
     expect(lines.filter((l) => l.startsWith("error"))).toHaveLength(at.length - 2);
     expect(at[3] - at[2]).toBeLessThan(500);
+  });
+
+  it("reads an order again soon after a conflict, without the failure backoff; conflicts in a row double their own delay", async () => {
+    const at: number[] = [];
+    const lines: string[] = [];
+    const t0 = Date.now();
+    const { kube } = fakeKube([order("c", "x")]);
+    // three conflicts, then a failure, then success
+    const outcomes = ["conflict", "conflict", "conflict", "fail", "ok"];
+    loop = new ReconcileLoop({
+      kube, log: (level, msg) => lines.push(`${level} ${msg}`), intervalMs: 60_000, errorRequeueMs: 600, conflictRequeueMs: 100,
+      reconcile: async (): Promise<ReconcileResult> => {
+        at.push(Date.now() - t0);
+        const o = outcomes[at.length - 1] ?? "ok";
+        if (o === "conflict") throw new ConflictError("patch ClusterOrder c/x", 409, "Conflict", "the object has been modified");
+        if (o === "fail") throw new Error("boom");
+        return { action: "skipped" };
+      },
+    });
+    await loop.start();
+    await eventually(async () => (at.length >= 5 ? true : undefined), 5_000);
+    const gaps = at.slice(1).map((t, i) => t - at[i]);
+    // conflicts: 100, 200, 400 ms; the failure after them waits the first failure delay, 600 ms (not a fourth doubling)
+    expect(gaps[0]).toBeGreaterThanOrEqual(90);
+    expect(gaps[0]).toBeLessThan(400);
+    expect(gaps[1]).toBeGreaterThanOrEqual(190);
+    expect(gaps[2]).toBeGreaterThanOrEqual(390);
+    expect(gaps[3]).toBeGreaterThanOrEqual(590);
+    expect(gaps[3]).toBeLessThan(1_100);
+    expect(lines.filter((l) => l.includes("met a newer version"))).toHaveLength(3);
+    expect(lines.filter((l) => l.startsWith("info") && l.includes("met a newer version"))).toHaveLength(3);
+    expect(lines.filter((l) => l.startsWith("error"))).toHaveLength(1);
   });
 
   it("a sharded replica dispatches only orders it owns, ends its pass without the others, and leaves a refused order of another shard alone", async () => {
