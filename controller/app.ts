@@ -211,6 +211,7 @@ export class App {
     };
     return {
       up: (ref, o) => inSlot(async () => {
+        o.onStart?.();
         await recover(ref);
         return stacks.up(ref, { message: o.message, onOutput, refresh: o.refresh, observation: o.observation });
       }),

@@ -230,7 +230,8 @@ async function runUpdate(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, o
   let up: UpResult;
   try {
     // The counts this update applies (a pin's, if any): rollback restores them from this message.
-    up = await deps.stacks.up(ref, { message: summaryLine(withPin(snapshot.order, observed.pin?.counts), plan), refresh: true, ...(observation ? { observation } : {}) });
+    up = await deps.stacks.up(ref, { message: summaryLine(withPin(snapshot.order, observed.pin?.counts), plan), refresh: true,
+      ...(observation ? { observation } : {}), onStart: () => progress.start() });
     // Every `up` refreshes: the periodic refresh counts from the last one (not an extra run after creation).
     mem.lastRefreshAt = snapshot.now.getTime();
     await progress.stop();

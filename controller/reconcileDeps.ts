@@ -34,6 +34,8 @@ export interface UpOptions {
    * program then observes for itself.
    */
   observation?: Observation;
+  /** Called once the update has its pulumi slot, before it starts (progress reports begin then). */
+  onStart?: () => void;
 }
 
 /** The stack operations a reconcile needs (stack/stacks.ts implements them on the Automation API). */

@@ -159,12 +159,15 @@ export function observeDurations(deps: Pick<ReconcileDeps, "durations">, mem: Or
 
 /**
  * An update can wait minutes on a BMI delete or on the service; meanwhile the status would still say what
- * the world was before it began. This reports the observed state every `progressReportMs` until stop(),
- * which also waits for a report in flight so it never lands after the final one.
+ * the world was before it began. From start() (the update has its pulumi slot: while it waits for one it
+ * changes nothing, and in a burst an order waits for a slot longer than its update runs),
+ * this reports the observed state every `progressReportMs` until stop(), which also waits for a report in
+ * flight so it never lands after the final one.
  */
-export function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, awaitingFence: readonly string[] = []): { stop(): Promise<void> } {
+export function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMemory, awaitingFence: readonly string[] = []):
+  { start(): void; stop(): Promise<void> } {
   const every = deps.progressReportMs ?? 0;
-  if (every <= 0) return { stop: async () => undefined };
+  if (every <= 0) return { start: () => undefined, stop: async () => undefined };
   let stopped = false;
   let inFlight: Promise<void> = Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
@@ -190,8 +193,10 @@ export function progressReports(deps: ReconcileDeps, ref: OrderRef, mem: OrderMe
       if (!stopped) timer = setTimeout(tick, every);
     })();
   };
-  timer = setTimeout(tick, every);
   return {
+    start: () => {
+      if (!stopped && !timer) timer = setTimeout(tick, every);
+    },
     stop: async () => {
       stopped = true;
       if (timer) clearTimeout(timer);

@@ -311,19 +311,21 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
     expect(await app.kube.getClusterOrder(ns, name)).toBeUndefined();
   });
   /** The Kube of the reconcile, counting its ClusterOrder calls by method. */
-  function countingClusterOrderCalls(kube: Kube): { kube: Kube; calls: Record<string, number> } {
+  function countingClusterOrderCalls(kube: Kube): { kube: Kube; calls: Record<string, number>; reads: number[] } {
     const calls: Record<string, number> = {};
+    const reads: number[] = [];
     const counted = new Proxy(kube, {
       get(target, prop) {
         const value: unknown = Reflect.get(target, prop, target);
         if (typeof value !== "function" || typeof prop !== "string" || !prop.includes("ClusterOrder")) return value;
         return (...args: unknown[]) => {
           calls[prop] = (calls[prop] ?? 0) + 1;
+          if (prop === "getClusterOrder") reads.push(Date.now());
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
       },
     });
-    return { kube: counted, calls };
+    return { kube: counted, calls, reads };
   }
 
   it("a scale-up (2 -> 3) reads the order twice, writes its status once and its metadata once before and at most once after `up`; the program plans from the reconcile's observation", async () => {
@@ -364,5 +366,27 @@ describe("reconcile on the lab, with the program's steps in place of the engine"
     // during `up`, one metadata patch recording it (here it moved: the new worker's BMI now exists).
     const recorded = (await order(name)).metadata.annotations?.[APPLIED_ANNOTATION] !== undefined;
     expect(counted.calls).toEqual({ getClusterOrder: 2, applyClusterOrderStatus: 1, patchClusterOrderMetadata: recorded ? 2 : 1 });
+  });
+
+  it("progress reports of an update begin when it has its pulumi slot: an order waiting for one is not observed meanwhile", async () => {
+    const name = "rec-count"; // the previous test left it converged at 3 workers
+    const ref = { namespace: ns, name };
+    await custom.patchNamespacedCustomObject({ group: "osac.openshift.io", version: "v1alpha1", plural: "clusterorders", namespace: ns, name,
+      body: { spec: { nodeRequests: [{ nodeSet: "compute", numberOfNodes: 4, bareMetal: { instanceType: "compute" } }] } } },
+    k8s.setHeaderOptions("Content-Type", k8s.PatchStrategy.MergePatch));
+    const counted = countingClusterOrderCalls(app.kube);
+    const at = { called: 0, started: 0 };
+    const waitsForSlot: StackRunner["up"] = async (r, o) => {
+      at.called = Date.now();
+      await new Promise((res) => setTimeout(res, 1_000)); // the other updates hold every slot
+      at.started = Date.now();
+      o.onStart?.();
+      await new Promise((res) => setTimeout(res, 600)); // the engine's refresh, before the program's steps
+      return programUp(r, o.observation);
+    };
+    const r = await reconcileOrder({ ...deps(waitsForSlot), kube: counted.kube, progressReportMs: 150 }, ref);
+    expect(r.action).toBe("up");
+    expect(counted.reads.filter((t) => t > at.called && t < at.started)).toEqual([]);
+    expect(counted.reads.filter((t) => t >= at.started && t < at.started + 600).length).toBeGreaterThan(0);
   });
 });
