@@ -3,8 +3,7 @@
 // has one runner). Requeue times from the planner (backoff expiry, timeouts, polls) are honoured; an
 // order whose reconciles keep failing is retried with exponential backoff, so that it cannot hold a
 // pulumi slot for ever. One that met a newer version of its order (409) is no failure: it is read again soon.
-import { KubeError, type HubApi } from "../clients/kube";
-import { isConflict } from "../clients/kube/errors";
+import { isConflict, KubeError, type HubApi } from "../clients/kube";
 import { INFRAENV_AGENT_LABEL, infraEnvName, NODEPOOL_ORDER_LABEL, ORDER_LABEL } from "../planner/names";
 import { isNotLeaderError } from "../lib/notLeader";
 import type { OrderRef } from "../io/observe";
@@ -339,6 +338,11 @@ export class ReconcileLoop {
     }
   }
 
+  /** `base` doubled for each of `inARow` after the first, up to the failure cap. */
+  private doubled(base: number, inARow: number): number {
+    return Math.min(base * 2 ** Math.min(inARow - 1, 30), this.opts.maxErrorRequeueMs ?? 300_000);
+  }
+
   private async run(k: string): Promise<void> {
     const ref = keyRef(k);
     const started = Date.now();
@@ -361,13 +365,13 @@ export class ReconcileLoop {
       } else if (isConflict(e)) {
         const conflicts = (this.conflicts.get(k) ?? 0) + 1;
         this.conflicts.set(k, conflicts);
-        const delay = Math.min((this.opts.conflictRequeueMs ?? 1_000) * 2 ** Math.min(conflicts - 1, 30), this.opts.maxErrorRequeueMs ?? 300_000);
+        const delay = this.doubled(this.opts.conflictRequeueMs ?? 1_000, conflicts);
         this.opts.log("info", `reconcile of ${k} met a newer version of the order; it is read again`, { error: loggableError(e).error, conflicts, retryInMs: delay });
         this.enqueue(ref, Date.now() + delay);
       } else {
         const before = this.backoff.get(k);
         const failures = (before?.failures ?? 0) + 1;
-        const delay = Math.min((this.opts.errorRequeueMs ?? 10_000) * 2 ** Math.min(failures - 1, 30), this.opts.maxErrorRequeueMs ?? 300_000);
+        const delay = this.doubled(this.opts.errorRequeueMs ?? 10_000, failures);
         this.backoff.set(k, { failures, delayMs: delay, until: Date.now() + delay, editRetryAt: before?.editRetryAt });
         this.opts.log("error", `reconcile of ${k} failed`, { ...loggableError(e), failures, retryInMs: delay });
         this.enqueue(ref, Date.now() + delay);
