@@ -35,6 +35,7 @@ const UNIT_TESTS = [
   "tests/fakes/**/*.test.ts",
   "tests/clients/clusterOrderShape.test.ts",
   "tests/clients/leanList.test.ts",
+  "tests/fulfillment/store.test.ts",
 ];
 
 module.exports = {

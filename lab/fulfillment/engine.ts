@@ -28,6 +28,8 @@ export interface EngineOptions {
   seed: SimulatorSeed;
   stateDir: string;
   now?: () => number;
+  /** See Store; the default suits a lab. */
+  journalCompactBytes?: number;
 }
 
 /** Reads one dotted path ("spec.run_strategy") of a decoded object. */
@@ -59,10 +61,11 @@ export class FulfillmentEngine {
   constructor(readonly opts: EngineOptions) {
     this.now = opts.now ?? Date.now;
     this.timings = { ...DEFAULT_TIMINGS, ...opts.seed.timings };
-    this.store = new Store(opts.stateDir);
+    this.store = new Store(opts.stateDir, opts.journalCompactBytes);
     this.events = new EventHub(this.store.messageType("osac.private.v1.Event"), this.now);
     this.seedObjects(this.store.load());
     for (const h of opts.seed.hosts ?? []) this.store.hosts[h.name] ??= null;
+    this.store.snapshot(); // the journal of the last run, and the seeding, folded into one file
     this.tick();
   }
 
@@ -111,7 +114,10 @@ export class FulfillmentEngine {
 
   create<K extends Kind>(kind: K, subject: Subject, input: unknown, dryRun: boolean): ObjectsByKind[K] {
     const requestedTenant = (input as { metadata?: { tenant?: string } } | null)?.metadata?.tenant ?? "";
-    if (kind === "BareMetalInstances" && requestedTenant !== SYSTEM) this.store.createsWithoutSystemTenant++;
+    if (kind === "BareMetalInstances" && requestedTenant !== SYSTEM) {
+      this.store.createsWithoutSystemTenant++;
+      this.store.save(); // counted even when the create is refused
+    }
     const obj = this.store.canonical(kind, input ?? {});
     const requested = this.store.canonical(kind, input ?? {});
     const md: MetadataOut = obj.metadata ?? this.store.canonical(kind, { metadata: {} }).metadata!;

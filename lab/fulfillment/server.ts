@@ -135,7 +135,8 @@ export async function startSimulator(opts: SimulatorOptions): Promise<RunningSim
       const forced = setTimeout(() => server.forceShutdown(), 500);
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       clearTimeout(forced);
-      engine.store.save();
+      engine.store.snapshot();
+      engine.store.close();
     },
   };
 }

@@ -4,6 +4,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { FulfillmentClient } from "../../clients/fulfillment";
 import { startSimulator } from "../../lab/fulfillment/server";
+import { Store } from "../../lab/fulfillment/store";
 import { ADMIN_TOKEN, tempDir, testSeed, workerBmi } from "./helpers";
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -18,7 +19,10 @@ it("starts in-process on a free loopback port and serves the private API", async
     expect(sim.address).toMatch(/^127\.0\.0\.1:\d+$/);
     const bmi = await client.bareMetalInstances.create(workerBmi("inproc-1"));
     expect(sim.engine.store.get("BareMetalInstances", bmi.id)?.obj.metadata?.tenant).toBe("system");
-    expect(JSON.parse(fs.readFileSync(path.join(dir, "state.json"), "utf8")).rows.BareMetalInstances).toHaveLength(1);
+    // On disk before the call was answered: a store reading the state directory finds it.
+    const onDisk = new Store(dir);
+    onDisk.load();
+    expect(onDisk.rows("BareMetalInstances").map((r) => r.obj.id)).toEqual([bmi.id]);
   } finally {
     client.close();
     await sim.stop();

@@ -187,6 +187,36 @@ describe("persistence", () => {
       await second.close();
     }
   });
+
+  it("a simulator killed with SIGKILL loses no answered call: creates, deletes in progress and lifecycle moves", async () => {
+    const dir = tempDir("sigkill");
+    const seed = testSeed({ timings: { provisionMs: 100, deleteMs: 8_000 } });
+    const first = harnessFor(await spawnSimulator({ seed, stateDir: dir }), dir);
+    const c1 = first.client();
+    const running = await c1.bareMetalInstances.create(workerBmi("kill-1"));
+    await eventually(async () => ((await c1.bareMetalInstances.get(running.id)).status?.hardware ? true : undefined));
+    const dying = await c1.bareMetalInstances.create(workerBmi("kill-2"));
+    await c1.bareMetalInstances.delete(dying.id);
+    const labelled = await c1.bareMetalInstances.create(workerBmi("kill-3"));
+    await c1.bareMetalInstances.update({ id: labelled.id, metadata: { labels: { ...labelled.metadata?.labels, step: "after" } } }, { updateMask: ["metadata.labels"] });
+    await eventually(async () => ((await c1.bareMetalInstances.get(labelled.id)).status?.hardware ? true : undefined));
+    const hostsBefore = await stats(first.lab);
+    process.kill(first.sim.pid, "SIGKILL");
+    await first.close();
+
+    const second = harnessFor(await spawnSimulator({ seed, stateDir: dir }), dir);
+    try {
+      const c2 = second.client();
+      expect((await c2.bareMetalInstances.get(running.id)).status?.state).toBe("BARE_METAL_INSTANCE_STATE_RUNNING");
+      expect((await c2.bareMetalInstances.get(dying.id)).status?.state).toBe("BARE_METAL_INSTANCE_STATE_DELETING");
+      expect((await c2.bareMetalInstances.get(labelled.id)).metadata?.labels?.step).toBe("after");
+      expect((await stats(second.lab)).hosts_allocated).toBe(hostsBefore.hosts_allocated);
+      expect(hostsBefore.hosts_allocated).toBe(2);
+      expect((await nextBoots(second.lab, 2, true)).map((b) => b.bmi_id)).toEqual([running.id, labelled.id]);
+    } finally {
+      await second.close();
+    }
+  });
 });
 
 describe("TLS", () => {
