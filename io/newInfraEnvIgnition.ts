@@ -3,13 +3,13 @@
 // as their InfraEnv. It is fetched and bounded as the observation fetches it (clients/ignition.ts); when
 // it is not there in time, the update fails before anything but the InfraEnv and the NodePool patches
 // exists, and the next reconcile goes through the ignition gate as for any order.
-import type { HubReader } from "../clients/kube";
+import type { HubApi } from "../clients/kube";
 import type { ClusterOrder, IgnitionFetch } from "../planner/types";
 import { retry, systemClock } from "../clients/retry";
 import { ownedInfraEnv } from "./observe";
 
 export interface NewInfraEnvIgnitionDeps {
-  kube: Pick<HubReader, "listInfraEnvs">;
+  kube: Pick<HubApi, "getInfraEnv">;
   loadIgnition: (url: string) => Promise<IgnitionFetch>;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -39,8 +39,10 @@ export async function newInfraEnvIgnition(deps: NewInfraEnvIgnitionDeps, order: 
   const clock = { ...systemClock, ...(deps.now ? { now: deps.now } : {}), ...(deps.sleep ? { sleep: deps.sleep } : {}), random: () => 0 };
   const within = `within ${Math.round(o.timeoutMs / 1000)}s; no BareMetalInstance was created, the next update creates them`;
   const attempt = async (): Promise<string> => {
-    const owned = ownedInfraEnv(await deps.kube.listInfraEnvs(order.metadata.namespace), order);
-    if (!owned) throw new NotYet(`InfraEnv ${o.infraEnvName} does not exist`);
+    // The one InfraEnv this update declares, by its name (a GET, not a list of the namespace each poll).
+    const named = await deps.kube.getInfraEnv(order.metadata.namespace, o.infraEnvName);
+    const owned = named && ownedInfraEnv([named], order);
+    if (!owned) throw new NotYet(`InfraEnv ${o.infraEnvName} does not exist${named ? " as the order's own" : ""}`);
     if (!owned.ignitionUrl) throw new NotYet(`InfraEnv ${o.infraEnvName} has no discovery ignition URL (status.bootArtifacts.discoveryIgnitionURL)`);
     const ign = await deps.loadIgnition(owned.ignitionUrl);
     if (ign.ok && ign.bytes <= o.maxBytes) return ign.content;

@@ -31,6 +31,7 @@ export interface HubApi {
 
   // Objects of the hosted cluster the program only reads
   listInfraEnvs(namespace: string): Promise<InfraEnvObject[]>;
+  getInfraEnv(namespace: string, name: string): Promise<InfraEnvObject | undefined>;
   listNodePools(namespace: string, labelSelector?: string): Promise<NodePoolObject[]>;
   listClusterDeployments(namespace: string): Promise<ClusterDeploymentObject[]>;
 

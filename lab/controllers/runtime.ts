@@ -10,7 +10,7 @@ import * as k8s from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { BootEvent } from "../fulfillment/labProtos";
 import type { SeedHost } from "../fulfillment/seed";
-import { httpStatus, Kube, RESOURCES, watchChanges, watchedCache, watchedSecrets, WatchHandle } from "../kube";
+import { httpStatus, Kube, RESOURCES, watchChanges, watchedCache, type WatchedCache, watchedSecrets, WatchHandle } from "../kube";
 import { FulfillmentEndpoint, labControlClient } from "../labControl";
 import type { LabTimings } from "../timings";
 import { isBound, nextHostState, S, stateOf, statusFor } from "./assisted/agentStates";
@@ -112,9 +112,12 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
 
   // ---- ignition endpoint ----
   let server: AssistedServer | undefined;
+  // Set once the watched caches exist (below); until their first listing, a request lists InfraEnvs itself.
+  let infraEnvCache: WatchedCache<InfraEnv> | undefined;
   const render = async (uid: string): Promise<string | undefined> => {
     const s = await scope();
-    const ie = (await kube.list<InfraEnv>(RESOURCES.infraEnv)).find((i) => i.metadata.uid === uid && inScope(s, i.metadata.namespace));
+    const all = infraEnvCache?.synced() ? infraEnvCache.list() : await kube.list<InfraEnv>(RESOURCES.infraEnv);
+    const ie = all.find((i) => i.metadata.uid === uid && inScope(s, i.metadata.namespace));
     if (!ie || ie.metadata.deletionTimestamp) return undefined;
     const ns = ie.metadata.namespace ?? "";
     const pullSecret = validPullSecret(await readSecret(ns, ie.spec?.pullSecretRef?.name ?? ""));
@@ -292,6 +295,7 @@ export async function startControllers(cfg: ControllersConfig, log: Logger): Pro
     infraEnv: cacheOf<InfraEnv>(RESOURCES.infraEnv), agent: cacheOf<Agent>(RESOURCES.agent), nodePool: cacheOf<NodePool>(RESOURCES.nodePool),
     hostedCluster: cacheOf<HostedCluster>(RESOURCES.hostedCluster), clusterDeployment: cacheOf<ClusterDeployment>(RESOURCES.clusterDeployment),
   };
+  infraEnvCache = caches.infraEnv;
   const resyncMs = cfg.resyncMs ?? 2_000;
   let running = false;
   let dirty = false;

@@ -7,20 +7,20 @@ const order = { metadata: { name: "co", namespace: "ns", uid: "uid-co" }, spec: 
 const CONTENT = '{"ignition":{"version":"3.2.0"},"secret":"pull-secret-inside"}';
 const options = { infraEnvName: "co-infraenv", timeoutMs: 10_000, pollMs: 250, maxBytes: 65_536 };
 
-/** A hub whose InfraEnv appears at list call `appearsAt` and publishes its URL at `urlAt`; a clock that sleeps by moving. */
+/** A hub whose InfraEnv appears at GET `appearsAt` and publishes its URL at `urlAt`; a clock that sleeps by moving. */
 function world(o: { appearsAt?: number; urlAt?: number; owner?: string; fetches?: IgnitionFetch[] }) {
-  let lists = 0;
+  let gets = 0;
   let clock = 0;
   const fetched: string[] = [];
   const kube = {
-    listInfraEnvs: async (namespace: string) => {
-      expect(namespace).toBe("ns");
-      lists++;
-      if (lists < (o.appearsAt ?? 1)) return [];
-      return [{
+    getInfraEnv: async (namespace: string, name: string) => {
+      expect([namespace, name]).toEqual(["ns", "co-infraenv"]);
+      gets++;
+      if (gets < (o.appearsAt ?? 1)) return undefined;
+      return {
         metadata: { name: "co-infraenv", namespace: "ns", uid: "ie-1", ownerReferences: [{ uid: o.owner ?? "uid-co" }] },
-        status: lists >= (o.urlAt ?? 1) ? { bootArtifacts: { discoveryIgnitionURL: "https://assisted.example/ign?api_key=k" } } : {},
-      }] as never;
+        status: gets >= (o.urlAt ?? 1) ? { bootArtifacts: { discoveryIgnitionURL: "https://assisted.example/ign?api_key=k" } } : {},
+      } as never;
     },
   };
   const results = [...(o.fetches ?? [])];
@@ -35,14 +35,14 @@ function world(o: { appearsAt?: number; urlAt?: number; owner?: string; fetches?
       clock += ms;
     },
   };
-  return { deps, fetched, lists: () => lists, clock: () => clock };
+  return { deps, fetched, gets: () => gets, clock: () => clock };
 }
 
 describe("newInfraEnvIgnition", () => {
   it("returns the ignition once the new InfraEnv exists and publishes its URL, fetched once", async () => {
     const w = world({ appearsAt: 3, urlAt: 5 });
     await expect(newInfraEnvIgnition(w.deps, order, options)).resolves.toBe(CONTENT);
-    expect(w.lists()).toBe(5);
+    expect(w.gets()).toBe(5);
     expect(w.fetched).toEqual(["https://assisted.example/ign?api_key=k"]);
     expect(w.clock()).toBe(4 * options.pollMs);
   });
@@ -58,7 +58,7 @@ describe("newInfraEnvIgnition", () => {
 
   it("waits only for an InfraEnv the order owns", async () => {
     const w = world({ owner: "another-order" });
-    await expect(newInfraEnvIgnition(w.deps, order, options)).rejects.toThrow(/^InfraEnv co-infraenv does not exist within 10s/);
+    await expect(newInfraEnvIgnition(w.deps, order, options)).rejects.toThrow(/^InfraEnv co-infraenv does not exist as the order's own within 10s/);
   });
 
   it("retries a failed fetch until the timeout and names the last failure, never the content", async () => {
