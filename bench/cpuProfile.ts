@@ -81,14 +81,16 @@ export class CpuProfile {
         this.base.set(key, s.cpu);
         continue;
       }
-      let cmd = "";
-      try {
-        cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      } catch {
-        continue;
+      // A process's kind is taken at its first sample: its command line is read once, not at every sample.
+      let kind = this.seen.get(key)?.kind;
+      if (!kind) {
+        try {
+          kind = classify(fs.readFileSync(`/proc/${pid}/cmdline`, "utf8"));
+        } catch {
+          continue;
+        }
       }
-      const prev = this.seen.get(key);
-      this.seen.set(key, { kind: prev?.kind ?? classify(cmd), cpuTicks: s.cpu - (this.base.get(key) ?? 0) });
+      this.seen.set(key, { kind, cpuTicks: s.cpu - (this.base.get(key) ?? 0) });
     }
     if (!isBase) this.peakRssKiB = Math.max(this.peakRssKiB, rssKiB);
   }

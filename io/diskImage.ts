@@ -69,6 +69,30 @@ export async function passReads(f: Pick<FulfillmentApi, "clusters" | "clusterVer
   };
 }
 
+/** Where an observation's lookups are shared with other observations (io/observeCache.ts). */
+export interface LookupCache {
+  lookup<T>(key: string, load: () => Promise<T>, keep: (value: T) => boolean): Promise<T>;
+}
+
+/**
+ * An observation's reads with its ClusterVersion and DiskImage lookups shared through `cache`: the same
+ * for every order of a version. The order's Cluster is read each time: moving it to another version is
+ * how an upgrade reaches the order, and the next reconcile should see it.
+ */
+export function sharedReads(reads: DiskImageReads, cache: LookupCache): DiskImageReads {
+  const found = (page: { items: unknown[] }) => page.items.length > 0;
+  const shared = <T>(kind: string, reader: Lister<T>): Lister<T> => ({
+    list: (o?: ListOptions) => cache.lookup(`${kind}/${JSON.stringify([o?.filter?.text ?? "", o?.limit ?? 0, o?.offset ?? 0])}`,
+      () => reader.list(o), found),
+  });
+  return {
+    clusterById: (id) => reads.clusterById(id),
+    clustersNamed: (name) => reads.clustersNamed(name),
+    clusterVersions: shared("ClusterVersion", reads.clusterVersions),
+    diskImages: shared("DiskImage", reads.diskImages),
+  };
+}
+
 async function clusterOf(reads: DiskImageReads, keys: DiskImageKeys): Promise<ClusterOut | undefined> {
   if (keys.clusterId) return reads.clusterById(keys.clusterId);
   const byName = await reads.clustersNamed(keys.name);

@@ -10,7 +10,7 @@ import type { ObserveCache } from "./observeCache";
 import { incarnationNames, nameSeed } from "./incarnationNames";
 import { confirmOrderBmis, SystemTenantInvisibleError } from "./orderBmis";
 import { catalogInputs, type FulfillmentTally, loadSharedCatalog } from "./sharedCatalog";
-import { observationReads, resolveOrderDiskImage } from "./diskImage";
+import { observationReads, resolveOrderDiskImage, sharedReads } from "./diskImage";
 import { clusterDeploymentNamespaces, findClusterDeployment, unwatchedDigest, unwatchedKeys } from "./unwatched";
 import type { AgentObject, HubReader } from "../clients/kube";
 import { hubCapped, othersInFlight } from "./hubInFlight";
@@ -283,7 +283,8 @@ async function readFulfillmentInto(deps: ObserveDeps, order: ClusterOrder, readi
   reading.calls += 1;
   ({ bmis: reading.bmis, goneBmiIds: reading.goneBmiIds } = await confirmOrderBmis(fulfillment, order, listed, reading));
   Object.assign(reading, catalogInputs([types, item, hostType]));
-  reading.diskImage = await resolveOrderDiskImage(observationReads(fulfillment, reading), unwatchedKeys(order));
+  const reads = observationReads(fulfillment, reading);
+  reading.diskImage = await resolveOrderDiskImage(deps.cache ? sharedReads(reads, deps.cache) : reads, unwatchedKeys(order));
 }
 
 /** Fetches the discovery ignition of the order's InfraEnv (through the cache when there is one), once it has a URL. */

@@ -1,11 +1,11 @@
 // What observation may reuse between reconciles of a long-running reconciler, measured by the bench
 // (npm run bench): every reconcile of every order used to list the BareMetalInstanceTypes and the
-// system catalog item (with its template's HostType), and fetch its InfraEnv's ignition over HTTPS,
-// though neither changes between two ticks. Only successful results are kept; a failure is retried on the next reconcile.
+// system catalog item (with its template's HostType), look up its ClusterVersion and DiskImage, and
+// fetch its InfraEnv's ignition over HTTPS, though none of them changes between two ticks. Only successful results are kept; a failure is retried on the next reconcile.
 import type { IgnitionFetch } from "../planner/types";
 
 export interface ObserveCacheOptions {
-  /** Instance types, the catalog item and its template's HostType: shared by all orders (default 30 s). */
+  /** Instance types, the catalog item and its template's HostType, and the disk image lookups: shared by all orders (default 30 s). */
   catalogTtlMs?: number;
   /** An ignition, per InfraEnv uid, resourceVersion and URL (default 5 min). */
   ignitionTtlMs?: number;
@@ -23,6 +23,7 @@ export class ObserveCache {
   private readonly now: () => number;
   private catalogEntry?: Entry<unknown>;
   private readonly ignitions = new Map<string, Entry<IgnitionFetch>>();
+  private readonly lookups = new Map<string, Entry<unknown>>();
 
   constructor(opts: ObserveCacheOptions = {}) {
     this.catalogTtlMs = opts.catalogTtlMs ?? 30_000;
@@ -58,6 +59,28 @@ export class ObserveCache {
   cachedCatalog<T>(): Promise<T> | undefined {
     const e = this.catalogEntry;
     return e && this.now() - e.at < this.catalogTtlMs ? (e.value as Promise<T>) : undefined;
+  }
+
+  /**
+   * A lookup that answers the same for every observation that makes it (a ClusterVersion, a DiskImage),
+   * loaded at most once per catalog TTL under its key; concurrent callers share a load. A failure, or an
+   * answer `keep` refuses (nothing found), is not kept.
+   */
+  lookup<T>(key: string, load: () => Promise<T>, keep: (value: T) => boolean): Promise<T> {
+    const now = this.now();
+    for (const [k, e] of this.lookups) if (now - e.at >= this.catalogTtlMs) this.lookups.delete(k);
+    const hit = this.lookups.get(key);
+    if (hit) return hit.value as Promise<T>;
+    const value = load();
+    const entry: Entry<unknown> = { at: now, value };
+    this.lookups.set(key, entry);
+    const forget = () => {
+      if (this.lookups.get(key) === entry) this.lookups.delete(key);
+    };
+    value.then((v) => {
+      if (!keep(v)) forget();
+    }, forget);
+    return value;
   }
 
   /**

@@ -21,7 +21,7 @@ import { toObservedNodePool } from "../../io/observe";
 import { FulfillmentClient } from "../../clients/fulfillment";
 import { ACME_TOKEN, clearFaults, setFault, SYSTEM_ITEM, testSeed, workerBmi } from "../fulfillment/helpers";
 import { hubWith, type ObserveFixture, orderRecording, startObserveFixture } from "../fulfillment/observeFixture";
-import { observe } from "../../io/observe";
+import { CLUSTER_ID_LABEL, observe } from "../../io/observe";
 import { Filter } from "../../clients/fulfillment";
 import { ObserveCache } from "../../io/observeCache";
 import { defaultPlannerConfig } from "../../planner/config";
@@ -309,6 +309,39 @@ describe("the HostType of the system catalog item's template (finding 9b)", () =
       expect(second.snapshot.instanceTypes).toEqual(first.snapshot.instanceTypes);
       expect(fx.calls("BareMetalInstanceTemplates/Get")).toBe(1);
       expect(fx.calls("HostTypes/Get")).toBe(1);
+    } finally {
+      await fx.close();
+    }
+  });
+
+  it("the ClusterVersion and DiskImage lookups are shared through the cache; the order's Cluster and what was not found are read again", async () => {
+    const fx = await startObserveFixture();
+    const lookups = () => ["ClusterVersions/List", "DiskImages/List"].map((m) => fx.calls(m));
+    const withCluster = (id: string): ClusterOrder => {
+      const order = orderRecording([]);
+      return { ...order, metadata: { ...order.metadata, labels: { [CLUSTER_ID_LABEL]: id } } };
+    };
+    try {
+      const cache = new ObserveCache();
+      const ref = { namespace: "ns", name: "demo" };
+      const deps = { kube: hubWith(withCluster("cluster-1")), fulfillment: fx.client, config: defaultPlannerConfig(), cache };
+      const first = await observe(deps, ref);
+      expect(first.snapshot.diskImage).toEqual({ ok: true, id: "di-rhcos-417", name: "rhcos-417" });
+      const after = lookups();
+      expect(after.every((n) => n >= 1)).toBe(true);
+      const clustersBefore = fx.calls("Clusters/List");
+      expect((await observe(deps, ref)).snapshot.diskImage).toEqual(first.snapshot.diskImage);
+      expect(lookups()).toEqual(after);
+      expect(fx.calls("Clusters/List") - clustersBefore).toBe(1);
+      // Without the cache every observation looks them up again.
+      await observe({ ...deps, cache: undefined }, ref);
+      expect(lookups().map((n, i) => n - after[i])).toEqual(after);
+      // A Cluster that does not exist is not remembered as missing.
+      const gone = { ...deps, kube: hubWith(withCluster("cluster-gone")) };
+      const clusters = fx.calls("Clusters/List");
+      expect((await observe(gone, ref)).snapshot.diskImage).toMatchObject({ ok: false, reason: "ClusterVersionNotFound" });
+      await observe(gone, ref);
+      expect(fx.calls("Clusters/List") - clusters).toBe(2);
     } finally {
       await fx.close();
     }

@@ -28,6 +28,26 @@ describe("ObserveCache", () => {
     expect(cache.cachedCatalog()).toBeUndefined();
   });
 
+  it("keeps a lookup per key for the catalog's TTL, shares one in flight, and keeps neither a failure nor what `keep` refuses", async () => {
+    let t = 0;
+    let loads = 0;
+    const cache = new ObserveCache({ catalogTtlMs: 1_000, now: () => t });
+    const found = async () => ({ items: [++loads] });
+    const some = (v: { items: number[] }) => v.items.length > 0;
+    expect(await Promise.all([cache.lookup("cv/a", found, some), cache.lookup("cv/a", found, some)])).toEqual([{ items: [1] }, { items: [1] }]);
+    expect(await cache.lookup("cv/b", found, some)).toEqual({ items: [2] });
+    t = 999;
+    expect(await cache.lookup("cv/a", found, some)).toEqual({ items: [1] });
+    t = 1_000;
+    expect(await cache.lookup("cv/a", found, some)).toEqual({ items: [3] });
+    const none = async () => ({ items: [] as number[] });
+    await cache.lookup("cv/none", none, some);
+    await new Promise((r) => setImmediate(r));
+    expect(await cache.lookup("cv/none", found, some)).toEqual({ items: [4] });
+    await expect(cache.lookup("cv/fail", async () => Promise.reject(new Error("UNAVAILABLE")), some)).rejects.toThrow("UNAVAILABLE");
+    expect(await cache.lookup("cv/fail", found, some)).toEqual({ items: [5] });
+  });
+
   it("keeps a good ignition per key for its TTL and never keeps a refusal", async () => {
     let t = 0;
     let fetches = 0;
