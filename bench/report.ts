@@ -29,6 +29,11 @@ export interface SteadyInterval {
   interval?: { ms: number; reconciles: number; ups: number; fulfillmentCalls: number };
   /** Settled checks of the interval by outcome (bmw_settled_checks_total): "settled", "resynced" or why not. Absent in older runs. */
   checks?: Record<string, number>;
+  /**
+   * Every interval measured at this size, when more than one was: the fields above are those of the one
+   * with the median fulfillment calls (RSS and memory: after the last). Absent in older runs.
+   */
+  intervals?: { passMs: number; fulfillmentCalls: number; settled: number; ups: number; checks: Record<string, number> }[];
 }
 
 export interface MemorySplit {
@@ -173,7 +178,7 @@ export function renderMarkdown(r: BenchResult): string {
   const all = r.steadyObservingAll;
   if (last && all && all.orders === last.orders) {
     out.push(`| steady pass at ${last.orders} orders: wall time (${last.settled ?? 0} settled) | ${s(last.passMs)} | every order observed (BMW_RESYNC_INTERVAL_MS=0) ${s(all.passMs)} | ${x(last.passMs, all.passMs)} |`);
-    out.push(`| steady pass at ${last.orders} orders: fulfillment calls | ${last.fulfillmentCalls} | every order observed ${all.fulfillmentCalls} | ${x(last.fulfillmentCalls, all.fulfillmentCalls)} |`);
+    out.push(`| steady pass at ${last.orders} orders: fulfillment calls${ofIntervals(last)} | ${last.fulfillmentCalls} | every order observed ${all.fulfillmentCalls} | ${x(last.fulfillmentCalls, all.fulfillmentCalls)} |`);
     out.push(`| reconciler RSS at ${last.orders} orders, settled orders on (burst and growth behind it) | ${last.rssMiB.toFixed(0)} MiB | every order observed, a fresh process ${all.rssMiB.toFixed(0)} MiB | ${x(last.rssMiB, all.rssMiB)} |`);
     const rs = r.steadyResyncing;
     if (rs && rs.orders === all.orders) {
@@ -226,7 +231,7 @@ export function renderMarkdown(r: BenchResult): string {
     "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | settled (not observed) | fulfillment calls | calls per order | RSS (+ shared provider host) |",
     "|---|---|---|---|---|---|---|---|---|---|");
   for (const st of r.steady) {
-    out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.settled ?? "n/a"} | ${st.fulfillmentCalls} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB${st.providerHostRssMiB !== undefined ? ` (+ ${st.providerHostRssMiB.toFixed(0)})` : ""} |`);
+    out.push(`| ${st.orders} | ${st.workers} | ${s(st.passMs)} | ${st.pulumiProcesses} | ${st.ups} | ${st.skipped} | ${st.settled ?? "n/a"} | ${st.fulfillmentCalls}${st.intervals && st.intervals.length > 1 ? ` (of ${st.intervals.map((i) => i.fulfillmentCalls).join(" / ")})` : ""} | ${(st.fulfillmentCalls / st.orders).toFixed(2)} | ${st.rssMiB.toFixed(0)} MiB${st.providerHostRssMiB !== undefined ? ` (+ ${st.providerHostRssMiB.toFixed(0)})` : ""} |`);
   }
   const whole = r.steady.filter((st) => st.interval);
   if (whole.length) {
@@ -260,6 +265,12 @@ export function renderMarkdown(r: BenchResult): string {
   if (pp) out.push(`At the last size, a program process per update: latencies (ms) ${pp.latenciesMs.join(", ")}; CPU-s per update: ${(pp.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`);
   out.push(`Floor runs (ms): ${r.floor.runs.map((v) => v.toFixed(0)).join(", ")}; CPU-s: ${(r.floor.cpuSeconds ?? []).map((v) => v.toFixed(2)).join(", ")}`, "");
   return out.join("\n");
+}
+
+/** " (the median of 3 intervals: 4, 63, 12 calls)" for a size that measured several intervals. */
+function ofIntervals(st: SteadyInterval): string {
+  const all = st.intervals;
+  return all && all.length > 1 ? ` (the median of ${all.length} intervals: ${all.map((i) => i.fulfillmentCalls).join(", ")} calls)` : "";
 }
 
 /** Settled checks by outcome, e.g. "480 resynced, 20 order-changed". */
