@@ -89,6 +89,9 @@ export function nodeCompileCacheDir(tc: Toolchain, env: NodeJS.ProcessEnv = proc
   return env.BMW_NODE_COMPILE_CACHE || path.join(tc.cacheDir, "node-compile-cache");
 }
 
+/** What the pulumi CLI's own debug logs may take in $PULUMI_HOME/logs (PULUMI_LOG_ROTATION_MAX_TOTAL_MB). */
+export const PULUMI_LOGS_MAX_MB = 100;
+
 /**
  * Environment for every pulumi process we start: offline, file backend, no plugin downloads,
  * and the project's Node first on PATH so the dynamic-provider shim runs the same Node as we do.
@@ -108,6 +111,11 @@ export function pulumiEnv(tc: Toolchain, extra: Record<string, string> = {}): Re
     // Every update starts two Node processes (program, provider host) that load the same large modules;
     // Node's on-disk compile cache (keyed by file content) spares them most of the parsing each time.
     NODE_COMPILE_CACHE: nodeCompileCacheDir(tc),
+    // Every pulumi command writes a debug log (encrypted once the stack's secrets provider is open) under
+    // $PULUMI_HOME/logs and keeps 500 MB of them by default: about 65 KB per update, 8000 files after a
+    // day of benches, and in a pod that is the container's ephemeral storage. 100 MB keeps the last
+    // hour or so of a busy reconciler for a support case.
+    PULUMI_LOG_ROTATION_MAX_TOTAL_MB: String(PULUMI_LOGS_MAX_MB),
     ...extra,
   };
 }
