@@ -227,7 +227,8 @@ export function renderMarkdown(r: BenchResult): string {
   if (loadNow && loadBefore) {
     out.push(`| the reconciler's modules loaded, fresh process: RSS / V8 heap in use (client-node bundled, the SDK's TypeScript deferred; median of ${loadNow.rssMiB.length}) | ${loadNow.medianRssMiB.toFixed(0)} / ${loadNow.medianHeapUsedMiB.toFixed(0)} MiB | every package from node_modules, TypeScript loaded ${loadBefore.medianRssMiB.toFixed(0)} / ${loadBefore.medianHeapUsedMiB.toFixed(0)} MiB | ${x(loadNow.medianRssMiB, loadBefore.medianRssMiB)} / ${x(loadNow.medianHeapUsedMiB, loadBefore.medianHeapUsedMiB)} |`);
   }
-  out.push("", "Steady state as the number of workers grows (one timer interval each):", "",
+  const several = r.steady.some((st) => (st.intervals?.length ?? 0) > 1);
+  out.push("", `Steady state as the number of workers grows (${several ? "the interval with the median fulfillment calls of those measured, all of them in brackets" : "one timer interval each"}):`, "",
     "| orders | workers | pass wall time | pulumi processes | ups | skipped (unchanged) | settled (not observed) | fulfillment calls | calls per order | RSS (+ shared provider host) |",
     "|---|---|---|---|---|---|---|---|---|---|");
   for (const st of r.steady) {
