@@ -50,7 +50,7 @@ export async function passReads(f: Pick<FulfillmentApi, "clusters" | "clusterVer
     const seen = new Map<string, ReturnType<Lister<T>["list"]>>();
     return {
       list: (o?: ListOptions) => {
-        const key = JSON.stringify([o?.filter?.text ?? "", o?.limit ?? 0, o?.offset ?? 0]);
+        const key = listKey(o);
         let page = seen.get(key);
         if (!page) {
           tally.calls++;
@@ -69,6 +69,11 @@ export async function passReads(f: Pick<FulfillmentApi, "clusters" | "clusterVer
   };
 }
 
+/** One lookup's identity: its filter and page. */
+function listKey(o?: ListOptions): string {
+  return JSON.stringify([o?.filter?.text ?? "", o?.limit ?? 0, o?.offset ?? 0]);
+}
+
 /** Where an observation's lookups are shared with other observations (io/observeCache.ts). */
 export interface LookupCache {
   lookup<T>(key: string, load: () => Promise<T>, keep: (value: T) => boolean): Promise<T>;
@@ -82,7 +87,7 @@ export interface LookupCache {
 export function sharedReads(reads: DiskImageReads, cache: LookupCache): DiskImageReads {
   const found = (page: { items: unknown[] }) => page.items.length > 0;
   const shared = <T>(kind: string, reader: Lister<T>): Lister<T> => ({
-    list: (o?: ListOptions) => cache.lookup(`${kind}/${JSON.stringify([o?.filter?.text ?? "", o?.limit ?? 0, o?.offset ?? 0])}`,
+    list: (o?: ListOptions) => cache.lookup(`${kind}/${listKey(o)}`,
       () => reader.list(o), found),
   });
   return {

@@ -17,11 +17,13 @@ interface Entry<T> {
   value: Promise<T>;
 }
 
+/** The shared catalog's entry among the lookups (no lookup key of a kind has this form). */
+const CATALOG_KEY = "catalog";
+
 export class ObserveCache {
   private readonly catalogTtlMs: number;
   private readonly ignitionTtlMs: number;
   private readonly now: () => number;
-  private catalogEntry?: Entry<unknown>;
   private readonly ignitions = new Map<string, Entry<IgnitionFetch>>();
   private readonly lookups = new Map<string, Entry<unknown>>();
 
@@ -37,18 +39,7 @@ export class ObserveCache {
    * could not be resolved), is not kept: the next reconcile loads again.
    */
   catalog<T>(load: () => Promise<T>, keep: (value: T) => boolean = () => true): Promise<T> {
-    const e = this.catalogEntry;
-    if (e && this.now() - e.at < this.catalogTtlMs) return e.value as Promise<T>;
-    const value = load();
-    const entry: Entry<unknown> = { at: this.now(), value };
-    this.catalogEntry = entry;
-    const forget = () => {
-      if (this.catalogEntry === entry) this.catalogEntry = undefined;
-    };
-    value.then((v) => {
-      if (!keep(v)) forget();
-    }, forget);
-    return value;
+    return this.lookup(CATALOG_KEY, load, keep);
   }
 
   /**
@@ -57,7 +48,7 @@ export class ObserveCache {
    * system catalog item, which an observation's load may do).
    */
   cachedCatalog<T>(): Promise<T> | undefined {
-    const e = this.catalogEntry;
+    const e = this.lookups.get(CATALOG_KEY);
     return e && this.now() - e.at < this.catalogTtlMs ? (e.value as Promise<T>) : undefined;
   }
 
