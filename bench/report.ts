@@ -107,13 +107,20 @@ export interface BenchResult {
   integrity?: Integrity;
   naive?: { stacks: number; wallMs: number; pulumiProcesses: number; changed: number };
   /** A new reconciler process over the same orders: its first full pass (no in-memory fingerprints). */
-  restart?: { orders: number; firstPassMs: number; untilFirstPassMs: number; ups: number; skipped: number; pulumiProcesses: number;
-    /** The restarted reconciler's settled checks until its first pass ended, by outcome. */
-    checks?: Record<string, number> };
+  restart?: Restart;
+  /** The same at the last size: a new reconciler process over every order of the run. */
+  restartLast?: Restart;
   /** Every pulumi CLI process of the run (reconciler and naive loop), by sub-command: where the time goes. */
   pulumiByCommand: Record<string, { count: number; totalMs: number }>;
   /** CPU by kind of process under the reconciler during the burst (the busiest path). */
   burstCpu?: { wallMs: number; peakRssMiB?: number; byKind: Record<string, { processes: number; cpuSeconds: number }> };
+}
+
+/** A new reconciler process over the same orders and stacks: its first full pass (no in-memory fingerprints). */
+export interface Restart {
+  orders: number; firstPassMs: number; untilFirstPassMs: number; ups: number; skipped: number; pulumiProcesses: number;
+  /** The restarted reconciler's settled checks until its first pass ended, by outcome. */
+  checks?: Record<string, number>;
 }
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -187,10 +194,11 @@ export function renderMarkdown(r: BenchResult): string {
       out.push(`| the same: fulfillment calls | ${rs.fulfillmentCalls} | every order observed ${all.fulfillmentCalls} | ${x(rs.fulfillmentCalls, all.fulfillmentCalls)} |`);
     }
   }
-  if (r.restart && r.naive) {
-    const naiveWall = r.naive.wallMs * (r.restart.orders / r.naive.stacks);
-    const checks = r.restart.checks ? `; settled checks: ${outcomes(r.restart.checks)}` : "";
-    out.push(`| restart: a new reconciler's first pass over ${r.restart.orders} orders (${r.restart.ups} ups, ${r.restart.pulumiProcesses} pulumi processes${checks}) | ${s(r.restart.untilFirstPassMs)} | one \`up\` per order (naive tick) ${s(naiveWall)} | ${x(r.restart.untilFirstPassMs, naiveWall)} |`);
+  for (const restart of [r.restart, r.restartLast]) {
+    if (!restart || !r.naive) continue;
+    const naiveWall = r.naive.wallMs * (restart.orders / r.naive.stacks);
+    const checks = restart.checks ? `; settled checks: ${outcomes(restart.checks)}` : "";
+    out.push(`| restart: a new reconciler's first pass over ${restart.orders} orders (${restart.ups} ups, ${restart.pulumiProcesses} pulumi processes${checks}) | ${s(restart.untilFirstPassMs)} | one \`up\` per order (naive tick) ${s(naiveWall)} | ${x(restart.untilFirstPassMs, naiveWall)} |`);
   }
   if (r.burst) {
     out.push(`| burst: ${r.burst.orders} orders created at once until all ${r.burst.bmis} BMIs exist | ${r.burst.stacksPerMinute.toFixed(1)} stacks/min (${s(r.burst.allBmisMs)}) | floor: one \`up\` at a time ${(60_000 / floor).toFixed(1)} ups/min | ${x(r.burst.stacksPerMinute, 60_000 / floor)} |`);

@@ -33,7 +33,7 @@ import { CpuProfile } from "./cpuProfile";
 import { measureKubeRequests } from "./kubeRequests";
 import { measureProgramLoad, measureProviderLoad, measureReconcilerLoad } from "./programLoad";
 import { createPulumiShim, type PulumiShim } from "./pulumiShim";
-import { memorySplitText, type MemorySplit, renderMarkdown, type BenchResult, type Integrity, type SteadyInterval } from "./report";
+import { memorySplitText, type MemorySplit, renderMarkdown, type BenchResult, type Integrity, type Restart, type SteadyInterval } from "./report";
 import { median, percentile } from "./stats";
 import { cliCommand } from "../cli/command";
 import { descendants, procStat } from "../lib/procfs";
@@ -590,19 +590,23 @@ async function main(): Promise<void> {
       save();
       log(`naive tick over ${naive.stacks} stacks: ${(naive.wallMs / 1000).toFixed(0)} s, ${naive.pulumiProcesses} pulumi processes`);
 
-      // Restart: a new reconciler process over the same orders and stacks, until its first full pass.
+      // The restarted reconciler then carries on with the growth.
+      result.restart = await restart("reconciler-restarted.log");
+      save();
+    };
+    /** A new reconciler process (the old one stopped) over the same orders and stacks, until its first full pass. */
+    const restart = async (logName: string): Promise<Restart> => {
+      await rec.stop();
       const c0 = shim.count();
       const t0r = Date.now();
-      // The restarted reconciler then carries on with the growth.
-      rec = new Reconciler(env, o, path.join(o.dir, "reconciler-restarted.log"));
+      rec = new Reconciler(env, o, path.join(o.dir, logName));
       stopAtEnd.push(rec);
       const firstPass = await rec.nextPass(t0r, o.timeout);
-      result.restart = { orders: firstPass.orders, firstPassMs: firstPass.durationMs, untilFirstPassMs: firstPass.time - t0r,
+      const measured: Restart = { orders: firstPass.orders, firstPassMs: firstPass.durationMs, untilFirstPassMs: firstPass.time - t0r,
         ups: firstPass.ups, skipped: firstPass.skipped, pulumiProcesses: shim.count() - c0, checks: await rec.settledChecks() };
-      save();
       result.integrity = await world.integrity();
-      save();
-      log(`restart: first pass over ${firstPass.orders} orders after ${((firstPass.time - t0r) / 1000).toFixed(0)} s, ${firstPass.ups} ups, ${result.restart.pulumiProcesses} pulumi processes`);
+      log(`restart: first pass over ${firstPass.orders} orders after ${((firstPass.time - t0r) / 1000).toFixed(0)} s, ${firstPass.ups} ups, ${measured.pulumiProcesses} pulumi processes`);
+      return measured;
     };
 
     /**
@@ -673,6 +677,11 @@ async function main(): Promise<void> {
       result.integrity = await world.integrity();
       save();
       log(`events at ${have} orders: median ${result.eventsLast.medianMs} ms, ${result.eventsLast.medianCpuSeconds?.toFixed(2)} CPU-s per update`);
+    }
+    // Restart at the last size: what a pod's restart costs over every order of the run.
+    if (!result.restartLast && result.restart) {
+      result.restartLast = await restart("reconciler-restarted-last.log");
+      save();
     }
     // The resync's cost: the same size with every order due for its resync comparisons in every pass.
     if (!result.steadyResyncing && result.steady.length > 0) {
