@@ -124,7 +124,12 @@ export interface Restart {
 }
 
 const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const x = (a: number, b: number) => (b > 0 && Number.isFinite(a / b) ? `${(a / b).toFixed(2)}×` : "n/a");
+/** A ratio with two decimals, or two significant digits below 0.01 (a steady tick is thousands of times cheaper). */
+const x = (a: number, b: number) => {
+  const r = a / b;
+  if (!(b > 0) || !Number.isFinite(r)) return "n/a";
+  return `${r > 0 && r < 0.01 ? r.toPrecision(2) : r.toFixed(2)}×`;
+};
 
 /** Workers per order before an event's scale-up. */
 function workersOf(r: BenchResult): number {
