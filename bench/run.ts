@@ -459,7 +459,8 @@ async function main(): Promise<void> {
     if (!fs.existsSync(file)) throw new Error(`${cli.resume} holds no benchmark run to resume (no ${RUN_RECORD})`);
     record = JSON.parse(fs.readFileSync(file, "utf8")) as RunRecord;
   }
-  const o: Options = record ? { ...record.options, dir: cli.dir, keep: cli.keep, timeout: cli.timeout } : cli;
+  // A run started with --keep stays kept when resumed: its directory is the only copy of its lab and stacks.
+  const o: Options = record ? { ...record.options, dir: cli.dir, keep: cli.keep || record.options.keep, timeout: cli.timeout } : cli;
   fs.mkdirSync(o.dir, { recursive: true });
   fs.mkdirSync(o.out, { recursive: true });
   const started = new Date();
