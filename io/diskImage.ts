@@ -79,22 +79,24 @@ export interface LookupCache {
   lookup<T>(key: string, load: () => Promise<T>, keep: (value: T) => boolean): Promise<T>;
 }
 
+const isObsolete = (image: DiskImageOut) => String(image.spec?.lifecycle ?? "").endsWith("OBSOLETE");
+
 /**
  * An observation's reads with its ClusterVersion and DiskImage lookups shared through `cache`: the same
  * for every order of a version. The order's Cluster is read each time: moving it to another version is
- * how an upgrade reaches the order, and the next reconcile should see it.
+ * how an upgrade reaches the order, and the next reconcile should see it. An answer that stops new BMIs
+ * (nothing found, an OBSOLETE image) is not kept, so that its repair is seen by the next reconcile.
  */
 export function sharedReads(reads: DiskImageReads, cache: LookupCache): DiskImageReads {
-  const found = (page: { items: unknown[] }) => page.items.length > 0;
-  const shared = <T>(kind: string, reader: Lister<T>): Lister<T> => ({
+  const shared = <T>(kind: string, reader: Lister<T>, usable: (item: T) => boolean): Lister<T> => ({
     list: (o?: ListOptions) => cache.lookup(`${kind}/${listKey(o)}`,
-      () => reader.list(o), found),
+      () => reader.list(o), (page) => page.items.length > 0 && page.items.every(usable)),
   });
   return {
     clusterById: (id) => reads.clusterById(id),
     clustersNamed: (name) => reads.clustersNamed(name),
-    clusterVersions: shared("ClusterVersion", reads.clusterVersions),
-    diskImages: shared("DiskImage", reads.diskImages),
+    clusterVersions: shared("ClusterVersion", reads.clusterVersions, () => true),
+    diskImages: shared("DiskImage", reads.diskImages, (image) => !isObsolete(image)),
   };
 }
 
@@ -124,7 +126,7 @@ export async function resolveOrderDiskImage(reads: DiskImageReads, keys: DiskIma
     return { ok: false, reason: cv.spec?.disk_image?.id || cv.spec?.disk_image?.name ? "DiskImageNotFound" : "NotLinked",
       message: `ClusterVersion ${cvName} has no resolvable disk_image: link a DiskImage to it` };
   }
-  if (String(image.spec?.lifecycle ?? "").endsWith("OBSOLETE")) {
+  if (isObsolete(image)) {
     return { ok: false, reason: "Obsolete", message: `DiskImage ${image.metadata?.name || image.id} of ClusterVersion ${cvName} is OBSOLETE` };
   }
   return { ok: true, id: image.id, name: image.metadata?.name || image.id };

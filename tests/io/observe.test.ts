@@ -346,6 +346,30 @@ describe("the HostType of the system catalog item's template (finding 9b)", () =
       await fx.close();
     }
   });
+
+  it("an OBSOLETE DiskImage is not shared: the image made AVAILABLE again is seen by the next observation", async () => {
+    const fx = await startObserveFixture();
+    const setLifecycle = async (lifecycle: string) => {
+      const di = await fx.client.diskImages.get("di-rhcos-417");
+      await fx.client.diskImages.update({ ...di, spec: { ...di.spec, lifecycle } } as never, { updateMask: ["spec.lifecycle"] });
+    };
+    try {
+      const order = orderRecording([]);
+      const deps = { kube: hubWith({ ...order, metadata: { ...order.metadata, labels: { [CLUSTER_ID_LABEL]: "cluster-1" } } }),
+        fulfillment: fx.client, config: defaultPlannerConfig(), cache: new ObserveCache() };
+      const ref = { namespace: "ns", name: "demo" };
+      await setLifecycle("DISK_IMAGE_LIFECYCLE_OBSOLETE");
+      expect((await observe(deps, ref)).snapshot.diskImage).toMatchObject({ ok: false, reason: "Obsolete" });
+      await setLifecycle("DISK_IMAGE_LIFECYCLE_AVAILABLE");
+      expect((await observe(deps, ref)).snapshot.diskImage).toEqual({ ok: true, id: "di-rhcos-417", name: "rhcos-417" });
+      // Usable again, it is shared as before.
+      const lists = fx.calls("DiskImages/List");
+      await observe(deps, ref);
+      expect(fx.calls("DiskImages/List")).toBe(lists);
+    } finally {
+      await fx.close();
+    }
+  });
 });
 
 describe("toObservedNodePool", () => {
