@@ -3,7 +3,7 @@
 // shared reads (every Cluster listed once, each ClusterVersion and DiskImage lookup made once), which a
 // settled order's resync compares with what its observation resolved (io/unwatched.ts).
 import type { ClusterOut, ClusterVersionOut, DiskImageOut, FulfillmentApi, ListOptions, ResourceReader } from "../clients/fulfillment";
-import { Filter, resolveDiskImage } from "../clients/fulfillment";
+import { diskImageRefOf, Filter, resolveDiskImage } from "../clients/fulfillment";
 import type { FulfillmentTally } from "./sharedCatalog";
 import type { DiskImageResolution } from "../planner/types";
 
@@ -85,17 +85,19 @@ const isObsolete = (image: DiskImageOut) => String(image.spec?.lifecycle ?? "").
  * An observation's reads with its ClusterVersion and DiskImage lookups shared through `cache`: the same
  * for every order of a version. The order's Cluster is read each time: moving it to another version is
  * how an upgrade reaches the order, and the next reconcile should see it. An answer that stops new BMIs
- * (nothing found, an OBSOLETE image) is not kept, so that its repair is seen by the next reconcile.
+ * (nothing found, an ambiguous name, a ClusterVersion that links no image, an OBSOLETE image) is not
+ * kept, so that its repair is seen by the next reconcile.
  */
 export function sharedReads(reads: DiskImageReads, cache: LookupCache): DiskImageReads {
+  // Every lookup of the resolution asks for one item; more than one is a name that is ambiguous.
   const shared = <T>(kind: string, reader: Lister<T>, usable: (item: T) => boolean): Lister<T> => ({
     list: (o?: ListOptions) => cache.lookup(`${kind}/${listKey(o)}`,
-      () => reader.list(o), (page) => page.items.length > 0 && page.items.every(usable)),
+      () => reader.list(o), (page) => page.items.length === 1 && usable(page.items[0])),
   });
   return {
     clusterById: (id) => reads.clusterById(id),
     clustersNamed: (name) => reads.clustersNamed(name),
-    clusterVersions: shared("ClusterVersion", reads.clusterVersions, () => true),
+    clusterVersions: shared("ClusterVersion", reads.clusterVersions, (cv) => diskImageRefOf(cv) !== undefined),
     diskImages: shared("DiskImage", reads.diskImages, (image) => !isObsolete(image)),
   };
 }

@@ -347,7 +347,7 @@ describe("the HostType of the system catalog item's template (finding 9b)", () =
     }
   });
 
-  it("an OBSOLETE DiskImage is not shared: the image made AVAILABLE again is seen by the next observation", async () => {
+  it("an OBSOLETE DiskImage or a ClusterVersion without one is not shared: its repair is seen by the next observation", async () => {
     const fx = await startObserveFixture();
     const setLifecycle = async (lifecycle: string) => {
       const di = await fx.client.diskImages.get("di-rhcos-417");
@@ -366,6 +366,16 @@ describe("the HostType of the system catalog item's template (finding 9b)", () =
       const lists = fx.calls("DiskImages/List");
       await observe(deps, ref);
       expect(fx.calls("DiskImages/List")).toBe(lists);
+      // The same for a ClusterVersion that links no image, once it links one again (a fresh cache: the
+      // ClusterVersion that linked one is shared, and its unlinking is seen up to 30 s later, F19).
+      const cv = await fx.client.clusterVersions.get("cv-4-17-3");
+      const link = async (diskImage: { id: string } | undefined) => fx.client.clusterVersions.update(
+        { ...cv, spec: { ...cv.spec, disk_image: diskImage } } as never, { updateMask: ["spec.disk_image"] });
+      const fresh = { ...deps, cache: new ObserveCache() };
+      await link(undefined);
+      expect((await observe(fresh, ref)).snapshot.diskImage).toMatchObject({ ok: false, reason: "NotLinked" });
+      await link({ id: "di-rhcos-417" });
+      expect((await observe(fresh, ref)).snapshot.diskImage).toEqual({ ok: true, id: "di-rhcos-417", name: "rhcos-417" });
     } finally {
       await fx.close();
     }
