@@ -3,7 +3,7 @@
 // shared reads (every Cluster listed once, each ClusterVersion and DiskImage lookup made once), which a
 // settled order's resync compares with what its observation resolved (io/unwatched.ts).
 import type { ClusterOut, ClusterVersionOut, DiskImageOut, FulfillmentApi, ListOptions, ResourceReader } from "../clients/fulfillment";
-import { diskImageRefOf, Filter, resolveDiskImage } from "../clients/fulfillment";
+import { Filter, resolveDiskImage } from "../clients/fulfillment";
 import type { FulfillmentTally } from "./sharedCatalog";
 import type { DiskImageResolution } from "../planner/types";
 
@@ -50,7 +50,7 @@ export async function passReads(f: Pick<FulfillmentApi, "clusters" | "clusterVer
     const seen = new Map<string, ReturnType<Lister<T>["list"]>>();
     return {
       list: (o?: ListOptions) => {
-        const key = listKey(o);
+        const key = JSON.stringify([o?.filter?.text ?? "", o?.limit ?? 0, o?.offset ?? 0]);
         let page = seen.get(key);
         if (!page) {
           tally.calls++;
@@ -69,37 +69,9 @@ export async function passReads(f: Pick<FulfillmentApi, "clusters" | "clusterVer
   };
 }
 
-/** One lookup's identity: its filter and page. */
-function listKey(o?: ListOptions): string {
-  return JSON.stringify([o?.filter?.text ?? "", o?.limit ?? 0, o?.offset ?? 0]);
-}
-
 /** Where an observation's lookups are shared with other observations (io/observeCache.ts). */
 export interface LookupCache {
   lookup<T>(key: string, load: () => Promise<T>, keep: (value: T) => boolean): Promise<T>;
-}
-
-const isObsolete = (image: DiskImageOut) => String(image.spec?.lifecycle ?? "").endsWith("OBSOLETE");
-
-/**
- * An observation's reads with its ClusterVersion and DiskImage lookups shared through `cache`: the same
- * for every order of a version. The order's Cluster is read each time: moving it to another version is
- * how an upgrade reaches the order, and the next reconcile should see it. An answer that stops new BMIs
- * (nothing found, an ambiguous name, a ClusterVersion that links no image, an OBSOLETE image) is not
- * kept, so that its repair is seen by the next reconcile.
- */
-export function sharedReads(reads: DiskImageReads, cache: LookupCache): DiskImageReads {
-  // Every lookup of the resolution asks for one item; more than one is a name that is ambiguous.
-  const shared = <T>(kind: string, reader: Lister<T>, usable: (item: T) => boolean): Lister<T> => ({
-    list: (o?: ListOptions) => cache.lookup(`${kind}/${listKey(o)}`,
-      () => reader.list(o), (page) => page.items.length === 1 && usable(page.items[0])),
-  });
-  return {
-    clusterById: (id) => reads.clusterById(id),
-    clustersNamed: (name) => reads.clustersNamed(name),
-    clusterVersions: shared("ClusterVersion", reads.clusterVersions, (cv) => diskImageRefOf(cv) !== undefined),
-    diskImages: shared("DiskImage", reads.diskImages, (image) => !isObsolete(image)),
-  };
 }
 
 async function clusterOf(reads: DiskImageReads, keys: DiskImageKeys): Promise<ClusterOut | undefined> {
@@ -108,19 +80,34 @@ async function clusterOf(reads: DiskImageReads, keys: DiskImageKeys): Promise<Cl
   return byName.length === 1 ? byName[0] : undefined;
 }
 
-/** The order's disk image, or why there is none (the planner then creates no BMI). */
-export async function resolveOrderDiskImage(reads: DiskImageReads, keys: DiskImageKeys): Promise<DiskImageResolution> {
+/**
+ * The order's disk image, or why there is none (the planner then creates no BMI). With `cache`, a version's
+ * image is shared by the observations of every order of that version. The order's Cluster is read each time:
+ * moving it to another version is how an upgrade reaches the order. A resolution that stops new BMIs is not
+ * kept, so that its repair (an image linked, created or made AVAILABLE again) is seen by the next reconcile.
+ */
+export async function resolveOrderDiskImage(reads: DiskImageReads, keys: DiskImageKeys, cache?: LookupCache): Promise<DiskImageResolution> {
   const cluster = await clusterOf(reads, keys);
-  const ref = cluster?.spec?.version;
+  if (!cluster) {
+    return { ok: false, reason: "ClusterVersionNotFound", message: `no fulfillment Cluster found for ClusterOrder ${keys.namespace}/${keys.name}` };
+  }
+  const ref = cluster.spec?.version;
+  const resolve = () => versionDiskImage(reads, ref);
+  if (!cache || !(ref?.id || ref?.name)) return resolve();
+  return cache.lookup(`DiskImageOf/${JSON.stringify([ref.id ?? "", ref.name ?? ""])}`, resolve, (r) => r.ok);
+}
+
+/** A Cluster's reference to its ClusterVersion (by id or name). */
+type VersionRef = NonNullable<ClusterOut["spec"]>["version"];
+
+async function versionDiskImage(reads: DiskImageReads, ref: VersionRef | undefined): Promise<DiskImageResolution> {
   let cv: ClusterVersionOut | undefined;
   if (ref?.id || ref?.name) {
     const filter = ref.id ? Filter.idEquals(ref.id) : Filter.nameEquals(ref.name);
     cv = (await reads.clusterVersions.list({ filter, limit: 1 })).items[0];
   }
   if (!cv) {
-    return { ok: false, reason: "ClusterVersionNotFound",
-      message: cluster ? `the cluster's current ClusterVersion (${ref?.id || ref?.name || "unset"}) was not found`
-        : `no fulfillment Cluster found for ClusterOrder ${keys.namespace}/${keys.name}` };
+    return { ok: false, reason: "ClusterVersionNotFound", message: `the cluster's current ClusterVersion (${ref?.id || ref?.name || "unset"}) was not found` };
   }
   const cvName = cv.metadata?.name || cv.id;
   const image = await resolveDiskImage(reads.diskImages, cv);
@@ -128,7 +115,7 @@ export async function resolveOrderDiskImage(reads: DiskImageReads, keys: DiskIma
     return { ok: false, reason: cv.spec?.disk_image?.id || cv.spec?.disk_image?.name ? "DiskImageNotFound" : "NotLinked",
       message: `ClusterVersion ${cvName} has no resolvable disk_image: link a DiskImage to it` };
   }
-  if (isObsolete(image)) {
+  if (String(image.spec?.lifecycle ?? "").endsWith("OBSOLETE")) {
     return { ok: false, reason: "Obsolete", message: `DiskImage ${image.metadata?.name || image.id} of ClusterVersion ${cvName} is OBSOLETE` };
   }
   return { ok: true, id: image.id, name: image.metadata?.name || image.id };

@@ -10,7 +10,7 @@ import type { ObserveCache } from "./observeCache";
 import { incarnationNames, nameSeed } from "./incarnationNames";
 import { confirmOrderBmis, SystemTenantInvisibleError } from "./orderBmis";
 import { catalogInputs, type FulfillmentTally, loadSharedCatalog } from "./sharedCatalog";
-import { observationReads, resolveOrderDiskImage, sharedReads } from "./diskImage";
+import { observationReads, resolveOrderDiskImage } from "./diskImage";
 import { clusterDeploymentNamespaces, findClusterDeployment, unwatchedDigest, unwatchedKeys } from "./unwatched";
 import type { AgentObject, HubReader } from "../clients/kube";
 import { hubCapped, othersInFlight } from "./hubInFlight";
@@ -284,7 +284,7 @@ async function readFulfillmentInto(deps: ObserveDeps, order: ClusterOrder, readi
   ({ bmis: reading.bmis, goneBmiIds: reading.goneBmiIds } = await confirmOrderBmis(fulfillment, order, listed, reading));
   Object.assign(reading, catalogInputs([types, item, hostType]));
   const reads = observationReads(fulfillment, reading);
-  reading.diskImage = await resolveOrderDiskImage(deps.cache ? sharedReads(reads, deps.cache) : reads, unwatchedKeys(order));
+  reading.diskImage = await resolveOrderDiskImage(reads, unwatchedKeys(order), deps.cache);
 }
 
 /** Fetches the discovery ignition of the order's InfraEnv (through the cache when there is one), once it has a URL. */

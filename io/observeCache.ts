@@ -53,7 +53,7 @@ export class ObserveCache {
   }
 
   /**
-   * A lookup that answers the same for every observation that makes it (a ClusterVersion, a DiskImage),
+   * A lookup that answers the same for every observation that makes it (a ClusterVersion's disk image),
    * loaded at most once per catalog TTL under its key; concurrent callers share a load. A failure, or an
    * answer `keep` refuses (nothing found), is not kept.
    */
